@@ -16,10 +16,13 @@ class MixedPrecisionAdamW:
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01):
-        self.params = [p for p in params if p.requires_grad]
+        groups = param_groups(params)
+        self.params = [p for group in groups for p in group["params"]]
         self.master = [torch.nn.Parameter(p.detach().float().clone()) for p in self.params]
-        self.inner = torch.optim.AdamW(self.master, lr=lr, betas=betas, eps=eps,
-                                       weight_decay=weight_decay)
+        masters = iter(self.master)
+        self.inner = torch.optim.AdamW(
+            [{**g, "params": [next(masters) for _ in g["params"]]} for g in groups],
+            lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
     @torch.no_grad()
     def step(self) -> None:
@@ -38,6 +41,22 @@ class MixedPrecisionAdamW:
         """The fp32 master weights and every AdamW state tensor (momentum, variance, step)."""
         yield from self.master
         yield from optimizer_tensors(self.inner)
+
+
+def param_groups(params) -> list[dict]:
+    """torch.optim's two spellings (tensors, or dicts with "params" and options) as a list of dicts.
+
+    Only trainable parameters are kept (frozen ones are not the optimizer's), each once: a tensor
+    tied into two modules, or listed twice, is one parameter with one gradient.
+    """
+    params = list(params)
+    groups = params if params and isinstance(params[0], dict) else [{"params": params}]
+    seen, out = set(), []
+    for group in groups:
+        mine = [p for p in group["params"] if p.requires_grad and id(p) not in seen]
+        seen.update(id(p) for p in mine)
+        out.append({**group, "params": mine})
+    return [g for g in out if g["params"]]
 
 
 def zero_grads(params, set_to_none: bool = True) -> None:

@@ -1,11 +1,15 @@
-"""ZeRO-1 parity: the same 10 AdamW steps under DDP, our stage 1, our ShardedOptimizer and
-PyTorch's ZeroRedundancyOptimizer; the final weights compared, and the optimizer bytes per rank.
+"""ZeRO-1/2 parity: the same 10 AdamW steps under DDP, our stage 1 and 2, our ShardedOptimizer and
+PyTorch's ZeroRedundancyOptimizer; final weights, optimizer bytes, traffic and gradient bytes.
 
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.labs.zero_parity --dtype float32
 
-Every rank trains the same model (seed 0) on its own slice of each global batch. Reported by every
-rank: the largest difference of each method's final weights from the DDP run, and the bytes of
-optimizer state it holds.
+Every method trains the same model (seed 0) on its rank's slice of each global batch, with what
+real training uses: two parameter groups (no weight decay and half the learning rate for 1-D
+tensors), one frozen tensor, the embedding tied to the output layer, two micro-batches per step
+and clipping by global norm. Also run: stage 2 with `no_sync` for all but the last micro-batch,
+and stage 1 clipped by each rank's *shard* norm (wrong, on purpose). Reported by every rank:
+each method's largest difference from DDP, its optimizer bytes, the traffic of its last step, and
+the gradient bytes held during that step.
 """
 import argparse
 
@@ -14,52 +18,108 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 
 import zerobook as zb
 from zerobook import measure
+from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.precision import MixedPrecisionAdamW
 from zerobook.zero import ShardedOptimizer, Zero1AdamW, Zero2AdamW
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
-LR = 1e-3
+LR, MAX_NORM, MICRO_BATCHES, MICRO_BATCH = 1e-3, 0.25, 2, 2
 BUCKET_NUMEL = 2**13  # small, so that this small model has several buckets
+ZERO = ("zero1", "zero2", "zero2_no_sync", "zero1_shard_norm")
+
+
+def groups_of(model) -> list[dict]:
+    """Weight decay for matrices only, and half the learning rate for the 1-D tensors."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return [{"params": [p for p in params if p.dim() > 1], "weight_decay": 0.1},
+            {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0, "lr": LR / 2}]
 
 
 def optimizer_for(method: str, model):
     """The optimizer of each method, with the same AdamW settings."""
+    groups = groups_of(model)
     if method == "ddp":
-        return MixedPrecisionAdamW(model.parameters(), lr=LR)
-    if method == "zero1":
-        return Zero1AdamW(model.parameters(), lr=LR)
-    if method == "zero2":
-        return Zero2AdamW(model.parameters(), lr=LR, bucket_numel=BUCKET_NUMEL)
+        return MixedPrecisionAdamW(groups, lr=LR)
+    if method in ("zero1", "zero1_shard_norm"):
+        return Zero1AdamW(groups, lr=LR)
+    if method.startswith("zero2"):
+        return Zero2AdamW(groups, lr=LR, bucket_numel=BUCKET_NUMEL)
     if method == "sharded":
-        return ShardedOptimizer(model.parameters(), torch.optim.AdamW, lr=LR, weight_decay=0.01)
-    return ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW,
-                                   lr=LR, weight_decay=0.01)
+        return ShardedOptimizer(groups, torch.optim.AdamW, lr=LR)
+    optimizer = ZeroRedundancyOptimizer(groups[0]["params"], optimizer_class=torch.optim.AdamW,
+                                        lr=LR, weight_decay=0.1)  # takes one group, then more
+    optimizer.add_param_group(groups[1])
+    return optimizer
 
 
-def train(method: str, dtype, steps: int, me: zb.Rank):
+def clip(method: str, model, optimizer) -> float:
+    """Clip by global norm, each method its own way; return the norm before clipping."""
+    if method == "zero1_shard_norm":  # the mistake: every rank clips by its own shard's norm
+        grad = optimizer.reduced_grad()
+        norm = grad.norm()
+        grad.mul_(torch.clamp(MAX_NORM / (norm + 1e-6), max=1.0))
+        return norm.item()
+    if method in ZERO:
+        return optimizer.clip_grad_norm_(MAX_NORM).item()
+    return torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM).item()
+
+
+def backward(method: str, model, optimizer, batch) -> list:
+    """The step's micro-batches; returns the gradient bytes held after each gradient arrived."""
+    held, hooks = [], []
+    if not method.startswith("zero2"):
+        grads = lambda: [p.grad for p in model.parameters() if p.grad is not None]  # noqa: E731
+        hooks = [p.register_post_accumulate_grad_hook(lambda _: held.append(measure.unique_bytes(grads())))
+                 for p in model.parameters() if p.requires_grad]
+    for index, micro in enumerate(batch.chunk(MICRO_BATCHES)):
+        last = index == MICRO_BATCHES - 1
+        if method == "zero2_no_sync" and not last:
+            with optimizer.no_sync():
+                (next_token_loss(model, micro) / MICRO_BATCHES).backward()
+        else:
+            (next_token_loss(model, micro) / MICRO_BATCHES).backward()
+    for hook in hooks:
+        hook.remove()
+    return held if hooks else [b for event, b in optimizer.timeline if event.startswith("grad")]
+
+
+def one_step(method: str, model, optimizer, batch) -> dict:
+    """Backward over the micro-batches, (all-reduce,) clip, step; what it held and sent."""
+    with CommMeter() as meter:
+        held = backward(method, model, optimizer, batch)
+        if method not in ZERO:
+            average_gradients(model)  # ZeRO reduce-scatters the gradients itself
+        norm = clip(method, model, optimizer)
+        optimizer.step()
+    return {"norm": norm, "held": held, "traffic": meter.summary()}
+
+
+def train(method: str, dtype, steps: int, me: zb.Rank) -> dict:
     torch.manual_seed(0)
     model = GPT(CONFIG).to(dtype)
+    model.blocks[0].ln1.bias.requires_grad_(False)  # frozen: no gradient, no optimizer state
     optimizer = optimizer_for(method, model)
+    size = MICRO_BATCHES * MICRO_BATCH
+    norms = []
     for step in range(steps):
-        batch = random_batch(CONFIG, 4 * me.world_size, seed=step)[me.rank * 4:(me.rank + 1) * 4]
-        next_token_loss(model, batch).backward()
-        if method not in ("zero1", "zero2"):
-            average_gradients(model)  # ZeRO reduce-scatters the gradients itself
-        optimizer.step()
-        if step < steps - 1:
-            optimizer.zero_grad()  # the last step's peak is kept for the report
+        if step:
+            optimizer.zero_grad()  # not after the last step: its gradient peak is reported
+        batch = random_batch(CONFIG, size * me.world_size, seed=step)[me.rank * size:(me.rank + 1) * size]
+        last = one_step(method, model, optimizer, batch)
+        norms.append(last["norm"])
     weights = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
     local = optimizer.optim if method == "zero_ro" else optimizer  # ZeroRO's own local optimizer
-    state = measure.unique_bytes(measure.optimizer_tensors(local))
-    peak = None
-    if method == "zero2":  # stage 2 tracks its gradient bytes; report what bounds them
-        peak = {"peak": optimizer.peak_bytes, "shard_numel": optimizer.flat.shard_numel,
-                "bucket_numels": [b.numel for b in optimizer.flat.buckets],
-                "max_param_numel": max(p.numel() for p in model.parameters()),
-                "max_in_flight": optimizer.max_in_flight}
-    return weights, state, measure.num_params(model), peak
+    out = {"weights": weights, "optimizer_bytes": measure.unique_bytes(measure.optimizer_tensors(local)),
+           "norms": norms, "traffic": last["traffic"], "held": last["held"]}
+    if method in ZERO:
+        out.update(padded=optimizer.flat.padded, runs=len(optimizer.runs),
+                   shard_numel=optimizer.flat.shard_numel, param_bytes=measure.unique_bytes(model.parameters()))
+    if method.startswith("zero2"):
+        out.update(peak=optimizer.peak_bytes, bucket_numels=[b.numel for b in optimizer.flat.buckets],
+                   max_in_flight=optimizer.max_in_flight)
+    return out
 
 
 def main() -> None:
@@ -69,14 +129,15 @@ def main() -> None:
     cli = parser.parse_args()
     me = zb.setup()
     dtype = getattr(torch, cli.dtype)
-    methods = ["ddp", "zero1", "zero2"] + (["sharded", "zero_ro"] if dtype == torch.float32 else [])
+    methods = ["ddp", *ZERO] + (["sharded", "zero_ro"] if dtype == torch.float32 else [])
     runs = {m: train(m, dtype, cli.steps, me) for m in methods}
-    reference = runs["ddp"][0]
-    zb.report(num_params=runs["ddp"][2], weight_scale=reference.abs().max().item(),
-              diff={m: (w - reference).abs().max().item() for m, (w, _, _, _) in runs.items()},
-              optimizer_bytes={m: s for m, (_, s, _, _) in runs.items()},
-              grad_peak_bytes={m: g for m, (_, _, _, g) in runs.items() if g is not None},
-              bucket_numel=BUCKET_NUMEL, element_size=torch.tensor([], dtype=dtype).element_size())
+    reference = runs["ddp"].pop("weights")
+    for run in runs.values():
+        run["diff"] = (run.pop("weights", reference) - reference).abs().max().item()
+    trainable = sum(p.numel() for p in GPT(CONFIG).parameters()) - CONFIG.hidden  # less the frozen bias
+    zb.report(num_params=trainable, weight_scale=reference.abs().max().item(), runs=runs,
+              max_norm=MAX_NORM, bucket_numel=BUCKET_NUMEL, micro_batches=MICRO_BATCHES,
+              element_size=torch.tensor([], dtype=dtype).element_size())
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ class FlatParams:
     """The parameters of `params` moved into one padded, bucketed flat tensor."""
 
     def __init__(self, params, world_size: int, bucket_numel: int | None = None, flat_grads: bool = True):
-        self.params = [p for p in params if p.requires_grad]
+        self.params = list({id(p): p for p in params if p.requires_grad}.values())  # tied: once
         dtypes = {p.dtype for p in self.params}
         if len(dtypes) != 1:
             raise ValueError(f"FlatParams needs one dtype, got {sorted(map(str, dtypes))}")
@@ -87,6 +87,24 @@ class FlatParams:
             out.append((offset, bucket.shard_numel(self.world_size)))
             offset += bucket.shard_numel(self.world_size)
         return out
+
+    def shard_segments(self, rank: int, labels: list) -> list[tuple[int, int, object]]:
+        """Runs (start, stop, label) of rank `rank`'s shard, in shard coordinates, where each
+        parameter carries labels[i] (its parameter group, say); a bucket's padding takes the label
+        of the bucket's last parameter. Adjacent runs with one label are merged."""
+        runs: list = []
+        for bucket, (local, n) in zip(self.buckets, self.local_slices()):
+            low = bucket.start + rank * n
+            for index in range(bucket.first, bucket.last):
+                start = self.offsets[index]
+                stop = bucket.start + bucket.numel if index == bucket.last - 1 else \
+                    start + self.params[index].numel()
+                a, b = max(low, start) - low + local, min(low + n, stop) - low + local
+                if a < b and runs and runs[-1][1] == a and runs[-1][2] == labels[index]:
+                    runs[-1] = (runs[-1][0], b, labels[index])
+                elif a < b:
+                    runs.append((a, b, labels[index]))
+        return runs
 
     def shard(self, tensor: torch.Tensor, rank: int) -> torch.Tensor:
         """Rank `rank`'s shard of a flat tensor: its N-th of every bucket, concatenated (a copy)."""

@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 from zerobook.measure import optimizer_tensors
-from zerobook.precision import zero_grads
+from zerobook.precision import param_groups, zero_grads
 
 
 def partition(params: list[torch.nn.Parameter], world_size: int) -> list[list[torch.nn.Parameter]]:
@@ -31,11 +31,14 @@ class ShardedOptimizer:
 
     def __init__(self, params, optimizer_cls, group=None, **kwargs):
         self.group = group
-        self.params = [p for p in params if p.requires_grad]
+        groups = param_groups(params)
+        self.params = [p for g in groups for p in g["params"]]
         self.owned = partition(self.params, dist.get_world_size(group))
         self.rank = dist.get_rank(group)
-        mine = self.owned[self.rank]
-        self.inner = optimizer_cls(mine, **kwargs) if mine else None
+        mine = {id(p) for p in self.owned[self.rank]}
+        local = [{**g, "params": [p for p in g["params"] if id(p) in mine]} for g in groups]
+        local = [g for g in local if g["params"]]
+        self.inner = optimizer_cls(local, **kwargs) if local else None
 
     @torch.no_grad()
     def step(self) -> None:

@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from zerobook.measure import optimizer_tensors
+from zerobook.precision import param_groups
 from zerobook.zero.flat import FlatParams
 
 
@@ -36,16 +37,33 @@ def all_gather_params(flat: FlatParams, shard: torch.Tensor, group=None) -> None
 
 
 class Zero1AdamW:
-    """Mixed-precision AdamW with its fp32 state sharded across the data-parallel ranks."""
+    """Mixed-precision AdamW with its fp32 state sharded across the data-parallel ranks.
+
+    `params` as torch.optim takes them: tensors, or groups {"params": [...], "lr": ..,
+    "weight_decay": ..}. Frozen parameters (requires_grad=False) stay out of the flat buffer; a tied
+    parameter is held once. Each rank's shard is cut into runs by group, and each run is one fp32
+    tensor in its group of the inner AdamW (views of one contiguous fp32 shard).
+    """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01, group=None):
         self.group, self.rank = group, dist.get_rank(group)
-        self.flat = self.make_flat(params, dist.get_world_size(group))
-        mine = self.flat.shard(self.flat.flat, self.rank)
-        self.master = torch.nn.Parameter(mine.float())  # fp32, numel/N
-        self.inner = torch.optim.AdamW([self.master], lr=lr, betas=betas, eps=eps,
+        groups = param_groups(params)
+        self.flat = self.make_flat([p for g in groups for p in g["params"]], dist.get_world_size(group))
+        self.master = self.flat.shard(self.flat.flat, self.rank).float()  # fp32, numel/N
+        self.master_grad = None  # fp32 gradient shard, only between backward and step
+        self.inner = torch.optim.AdamW(self._shard_groups(groups), lr=lr, betas=betas, eps=eps,
                                        weight_decay=weight_decay)
+
+    def _shard_groups(self, groups: list[dict]) -> list[dict]:
+        """The inner AdamW's groups: each run of this rank's shard, with its group's options."""
+        labels = [index for index, g in enumerate(groups) for _ in g["params"]]
+        self.runs = self.flat.shard_segments(self.rank, labels)
+        out = [{**g, "params": []} for g in groups]
+        self.pieces = [torch.nn.Parameter(self.master[a:b]) for a, b, _ in self.runs]  # views
+        for piece, (_, _, label) in zip(self.pieces, self.runs):
+            out[label]["params"].append(piece)
+        return [g for g in out if g["params"]]
 
     def make_flat(self, params, world_size: int) -> FlatParams:
         """Stage 1: one bucket, and a full flat gradient buffer that backward fills."""
@@ -56,11 +74,36 @@ class Zero1AdamW:
         return reduce_scatter_grads(self.flat, self.group)
 
     @torch.no_grad()
+    def reduced_grad(self) -> torch.Tensor:
+        """This rank's averaged fp32 gradient shard (numel/N), reduced once per step."""
+        if self.master_grad is None:
+            self.master_grad = self.shard_grads().float()
+            for piece, (start, stop, _) in zip(self.pieces, self.runs):
+                piece.grad = self.master_grad[start:stop]
+        return self.master_grad
+
+    @torch.no_grad()
+    def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
+        """Scale the gradients so that their global L2 norm is at most `max_norm`; return the norm.
+
+        No rank holds the whole gradient: each sums the squares of its shard, and an all-reduce
+        (SUM) of that one fp32 scalar gives every rank the same ||g||^2. A norm of the shard alone
+        would give each rank its own scale, and the update would no longer be a clipped gradient.
+        """
+        squares = self.reduced_grad().pow(2).sum()
+        dist.all_reduce(squares, group=self.group)
+        norm = squares.sqrt()
+        self.master_grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+    @torch.no_grad()
     def step(self) -> None:
         """Reduce-scatter grads, AdamW on this rank's fp32 shard, all-gather the weights."""
-        self.master.grad = self.shard_grads().float()
+        self.reduced_grad()
         self.inner.step()
-        self.master.grad = None
+        self.master_grad = None
+        for piece in self.pieces:
+            piece.grad = None  # the fp32 gradient shard was only needed during the step
         all_gather_params(self.flat, self.master.to(self.flat.flat.dtype), self.group)
 
     def zero_grad(self, set_to_none: bool = False) -> None:

@@ -11,6 +11,8 @@ plus a bounded number of buckets (Rajbhandari et al. 2020, P_os+g).
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.distributed as dist
 
@@ -19,7 +21,13 @@ from zerobook.zero.stage1 import Zero1AdamW
 
 
 class Zero2AdamW(Zero1AdamW):
-    """Mixed-precision AdamW with sharded optimizer state and sharded gradients."""
+    """Mixed-precision AdamW with sharded optimizer state and sharded gradients.
+
+    Gradient accumulation: by default every micro-batch's backward reduce-scatters its buckets
+    into the shard (memory stays 2Ψ/N + buckets, traffic is paid per micro-batch). Inside
+    `with optimizer.no_sync():` the buckets only accumulate, at full size, and the backward after
+    the block reduces them once (traffic paid once, but 2Ψ of gradients held meanwhile).
+    """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01, group=None, bucket_numel: int = 2**16,
@@ -32,9 +40,11 @@ class Zero2AdamW(Zero1AdamW):
                       for p in flat.params[bucket.first:bucket.last]}
         self.offset = {id(p): o for p, o in zip(flat.params, flat.offsets)}
         self.buffers: dict[int, torch.Tensor] = {}
-        self.in_flight: list = []
+        self.in_flight: list = []  # (bucket index, work, output shard, input buffer)
         self.arrived = [0] * len(flat.buckets)
-        self.live_bytes, self.peak_bytes = self._owned_bytes(), self._owned_bytes()
+        self.syncing = True
+        self.timeline: list[tuple[str, int]] = []  # (event, gradient bytes held), for the plots
+        self.live_bytes = self.peak_bytes = self._owned_bytes()
         self.hooks = [p.register_post_accumulate_grad_hook(self._on_grad) for p in flat.params]
 
     def make_flat(self, params, world_size: int) -> FlatParams:
@@ -43,51 +53,66 @@ class Zero2AdamW(Zero1AdamW):
 
     def _owned_bytes(self) -> int:
         """Gradient bytes this optimizer holds now: the shard, bucket buffers, reduce-scatter outputs."""
-        tensors = [self.grad_shard, *self.buffers.values(), *(out for _, _, out in self.in_flight)]
+        tensors = [self.grad_shard, *self.buffers.values(),
+                   *(t for _, _, out, buffer in self.in_flight for t in (out, buffer))]
         return sum(t.numel() * t.element_size() for t in tensors)
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Backward passes inside only accumulate into full-size buckets (no communication)."""
+        self.syncing = False
+        try:
+            yield
+        finally:
+            self.syncing = True
 
     @torch.no_grad()
     def _on_grad(self, param: torch.Tensor) -> None:
-        """Move a fresh gradient into its bucket; a full bucket starts its reduce-scatter."""
+        """Add a fresh gradient into its bucket; a bucket whose parameters have all arrived
+        (and we are syncing) starts its reduce-scatter. Runs once per parameter per backward."""
         index = self.where[id(param)]
         bucket = self.flat.buckets[index]
         if index not in self.buffers:
             self.buffers[index] = torch.zeros(bucket.numel, dtype=param.dtype, device=param.device)
         start = self.offset[id(param)] - bucket.start
-        self.buffers[index][start:start + param.numel()].copy_(param.grad.reshape(-1))
-        self._track(param.grad.numel() * param.grad.element_size())
+        self.buffers[index][start:start + param.numel()].add_(param.grad.reshape(-1))
+        self._track(f"grad {index}", param.grad.numel() * param.grad.element_size())
         param.grad = None  # the full gradient is not kept
         self.arrived[index] += 1
-        if self.arrived[index] == bucket.last - bucket.first:
+        if self.syncing and self.arrived[index] == bucket.last - bucket.first:
             self._launch(index)
 
     def _launch(self, index: int) -> None:
         """Reduce-scatter bucket `index` asynchronously: numel in, numel/N out."""
-        bucket = self.flat.buckets[index]
-        out = torch.empty(bucket.shard_numel(self.flat.world_size), dtype=self.grad_shard.dtype,
-                          device=self.grad_shard.device)
-        work = dist.reduce_scatter_tensor(out, self.buffers[index], group=self.group, async_op=True)
-        self.in_flight.append((index, work, out))
-        self._track(0)
+        buffer = self.buffers.pop(index)
+        self.arrived[index] = 0
+        out = torch.empty(buffer.numel() // self.flat.world_size, dtype=buffer.dtype, device=buffer.device)
+        work = dist.reduce_scatter_tensor(out, buffer, group=self.group, async_op=True)
+        self.in_flight.append((index, work, out, buffer))
+        self._track(f"launch {index}")
         while len(self.in_flight) > self.max_in_flight:  # the rate limit: wait for the oldest
             self._retire(*self.in_flight.pop(0))
 
-    def _retire(self, index: int, work, out: torch.Tensor) -> None:
-        """Wait for bucket `index`'s reduce-scatter, add its result to the shard, free the buffer."""
+    def _retire(self, index: int, work, out: torch.Tensor, buffer: torch.Tensor) -> None:
+        """Wait for bucket `index`'s reduce-scatter and add its result to the gradient shard."""
         work.wait()
         offset, n = self.flat.local_slices()[index]
         self.grad_shard[offset:offset + n].add_(out)
-        del self.buffers[index]
+        self._track(f"done {index}")
 
-    def _track(self, extra: int) -> None:
+    def _track(self, event: str, extra: int = 0) -> None:
+        """Record the gradient bytes held now (+ extra: tensors about to be freed or not yet ours)."""
         self.live_bytes = self._owned_bytes() + extra
         self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        self.timeline.append((event, self.live_bytes))
 
     def finish_backward(self) -> None:
-        """Wait for the reduce-scatters still in flight; add each result to the gradient shard."""
-        for item in self.in_flight:
-            self._retire(*item)
-        self.in_flight = []
+        """Launch buckets some of whose parameters got no gradient, then wait for every
+        reduce-scatter still in flight and add its result to the gradient shard."""
+        for index in sorted(self.buffers):
+            self._launch(index)
+        while self.in_flight:
+            self._retire(*self.in_flight.pop(0))
         self.arrived = [0] * len(self.flat.buckets)
 
     def shard_grads(self) -> torch.Tensor:
@@ -97,4 +122,5 @@ class Zero2AdamW(Zero1AdamW):
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         self.grad_shard.zero_()
+        self.timeline = []
         self.peak_bytes = self.live_bytes = self._owned_bytes()
