@@ -14,6 +14,7 @@ import sys
 import time
 
 import zerobook as zb
+from common import emit
 from zerobook import traffic
 
 
@@ -83,10 +84,7 @@ def main() -> None:
     parser.add_argument("--save", help="also write the report to this file")
     cli = parser.parse_args()
     text = report(measure(cli.world_sizes, cli.min_bytes, cli.max_bytes, cli.repeats))
-    print(text)
-    if cli.save:
-        with open(cli.save, "w") as f:
-            f.write(text + "\n")
+    emit(text, cli.save)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The grading round trip: release the labs, submit notebooks, autograde, read the scores.
 
 Lab 0 gets the full set (reference, untouched, a wrong answer, an infinite loop, sys.exit());
-Labs 1 and 2 the reference and the untouched release (their wrong answers: tests/test_labs.py). One `python -m zerobook.grading
+Labs 1, 2 and 3 the reference and the untouched release (their wrong answers: tests/test_labs.py). One `python -m zerobook.grading
 grade` call grades every submission (as `make grade` does).
 """
 import csv
@@ -20,6 +20,8 @@ MEMORY_LAB = "memory"
 MEMORY_POINTS = {"test_accounting": 2, "test_measurement": 3}
 RING_LAB = "ring_allreduce"
 RING_POINTS = {"test_correct": 3, "test_bytes": 2}
+ZERO_LAB = "zero"
+ZERO_POINTS = {"test_parity": 4, "test_memory": 3, "test_traffic": 2}
 
 
 def planted(text: str, old: str, new: str) -> str:
@@ -61,17 +63,18 @@ def graded(tmp_path_factory):
     run_grading("release", root=root)
     released = (root / "release" / LAB / f"{LAB}.ipynb").read_text()
     memory_released = (root / "release" / MEMORY_LAB / f"{MEMORY_LAB}.ipynb").read_text()
-    ring_released = (root / "release" / RING_LAB / f"{RING_LAB}.ipynb").read_text()
-    ring_solution = (ROOT / "labs" / RING_LAB / f"{RING_LAB}.ipynb").read_text()
+    plain = {lab: {"reference": (ROOT / "labs" / lab / f"{lab}.ipynb").read_text(),
+                   "untouched": (root / "release" / lab / f"{lab}.ipynb").read_text()}
+             for lab in (RING_LAB, ZERO_LAB)}
     for lab, notebooks in ((LAB, submissions(released)), (MEMORY_LAB, memory_submissions(memory_released)),
-                           (RING_LAB, {"reference": ring_solution, "untouched": ring_released})):
+                           *plain.items()):
         for student, notebook in notebooks.items():
             folder = root / "submitted" / student / lab
             folder.mkdir(parents=True)
             (folder / f"{lab}.ipynb").write_text(notebook)
     run_grading("grade", root=root)
     return (root, part_scores(root, LAB, PART_POINTS), part_scores(root, MEMORY_LAB, MEMORY_POINTS),
-            part_scores(root, RING_LAB, RING_POINTS))
+            part_scores(root, RING_LAB, RING_POINTS), part_scores(root, ZERO_LAB, ZERO_POINTS))
 
 
 def part_scores(root, lab, points) -> dict[str, dict[str, float]]:
@@ -137,12 +140,18 @@ def test_scores_csv_and_feedback_are_written(graded):
 
 
 def test_memory_lab_reference_scores_full_marks_and_the_release_zero(graded):
-    _, _, scores, _ = graded
+    _, _, scores, *_ = graded
     assert scores["reference"] == MEMORY_POINTS
     assert scores["untouched"] == {part: 0 for part in MEMORY_POINTS}
 
 
 def test_ring_lab_reference_scores_full_marks_and_the_release_zero(graded):
-    *_, scores = graded
+    *_, scores, _ = graded
     assert scores["reference"] == RING_POINTS
     assert scores["untouched"] == {part: 0 for part in RING_POINTS}
+
+
+def test_zero_lab_reference_scores_full_marks_and_the_release_zero(graded):
+    *_, scores = graded
+    assert scores["reference"] == ZERO_POINTS
+    assert scores["untouched"] == {part: 0 for part in ZERO_POINTS}

@@ -75,3 +75,32 @@ def test_a_deadlocked_ring_fails_within_a_minute_naming_the_stuck_send(tmp_path,
     assert "stuck in send" in message.splitlines()[0]
     send_line = BLOCKING_RING.splitlines().index("    dist.send(tensor, dst=(rank + 1) % world_size)") + 1
     assert f'File "{student}", line {send_line}' in message  # the student's own line
+
+
+def lab3_solution() -> str:
+    """The rank script of Lab 3's instructor notebook, as the student's cell writes it."""
+    import json
+
+    from conftest import ROOT
+
+    notebook = json.loads((ROOT / "labs" / "zero" / "zero.ipynb").read_text())
+    cell = next(c for c in notebook["cells"] if c["metadata"]["nbgrader"]["grade_id"] == "rank_script")
+    return "".join(cell["source"]).split("\n", 1)[1]  # without the %%writefile line
+
+
+def test_lab3_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_points(tmp_path):
+    """Correct arithmetic, wrong system: the hook keeps every gradient alive, and the step
+    all-reduces the whole buffer (then takes its shard) instead of reduce-scattering."""
+    solution = lab3_solution()
+    for old, new in (("    param.grad = None\n", "    pass  # keeps param.grad\n"),
+                     ("    dist.reduce_scatter_tensor(grad, flat.flat_grad)\n",
+                      "    dist.all_reduce(flat.flat_grad)\n"
+                      "    grad = shard_of(flat.flat_grad, dist.get_rank(), world_size).clone()\n")):
+        assert solution.count(old) == 1, old
+        solution = solution.replace(old, new)
+    student = tmp_path / "zero_student.py"
+    student.write_text(solution)
+    memory = zb.grading.run_part("zero", str(student), "memory", nproc=2).ranks[0]["zero2"]
+    assert memory["peak"] >= 4 * memory["padded"] - 4 * 64  # every gradient stays alive
+    traffic = zb.grading.run_part("zero", str(student), "traffic", nproc=2).ranks[0]
+    assert "all_reduce" in traffic["zero1"] and "reduce_scatter_tensor" not in traffic["zero1"]

@@ -115,3 +115,21 @@ def bandwidth_chart(rows: list[dict], fits: dict):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig
+
+
+def gradient_bytes_chart(held: dict[str, list[int]], lines: dict[str, float], title: str):
+    """Gradient bytes a rank holds after each gradient arrives in backward, one curve per method,
+    with horizontal reference lines (e.g. the calculator's 2Ψ and 2Ψ/N); bytes shown in KiB."""
+    colors = [PALETTE["black"], PALETTE["blue"], PALETTE["orange"], PALETTE["green"], PALETTE["purple"]]
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    for (label, values), color in zip(held.items(), colors):
+        ax.step(range(1, len(values) + 1), [v / 1024 for v in values], where="post", color=color, label=label)
+    for (label, value), style in zip(lines.items(), [":", "-."]):
+        ax.axhline(value / 1024, linestyle=style, color="grey", linewidth=1)
+        ax.annotate(label, (1, value / 1024), textcoords="offset points", xytext=(2, 3), fontsize=8, color="dimgrey")
+    ax.set(xlabel="gradients produced so far in the step (parameter tensors, all micro-batches)",
+           ylabel="gradient bytes held (KiB)", title=title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    fig.tight_layout()
+    return fig

@@ -12,6 +12,7 @@ each method's largest difference from DDP, its optimizer bytes, the traffic of i
 the gradient bytes held during that step.
 """
 import argparse
+from dataclasses import replace
 
 import torch
 from torch.distributed.optim import ZeroRedundancyOptimizer
@@ -96,9 +97,9 @@ def one_step(method: str, model, optimizer, batch) -> dict:
     return {"norm": norm, "held": held, "traffic": meter.summary()}
 
 
-def train(method: str, dtype, steps: int, me: zb.Rank) -> dict:
+def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dict:
     torch.manual_seed(0)
-    model = GPT(CONFIG).to(dtype)
+    model = GPT(config).to(dtype)
     model.blocks[0].ln1.bias.requires_grad_(False)  # frozen: no gradient, no optimizer state
     optimizer = optimizer_for(method, model)
     size = MICRO_BATCHES * MICRO_BATCH
@@ -106,7 +107,7 @@ def train(method: str, dtype, steps: int, me: zb.Rank) -> dict:
     for step in range(steps):
         if step:
             optimizer.zero_grad()  # not after the last step: its gradient peak is reported
-        batch = random_batch(CONFIG, size * me.world_size, seed=step)[me.rank * size:(me.rank + 1) * size]
+        batch = random_batch(config, size * me.world_size, seed=step)[me.rank * size:(me.rank + 1) * size]
         last = one_step(method, model, optimizer, batch)
         norms.append(last["norm"])
     weights = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
@@ -126,15 +127,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--layers", type=int, default=CONFIG.layers)
+    parser.add_argument("--methods", default="all", help="comma-separated; ddp is always run")
     cli = parser.parse_args()
     me = zb.setup()
-    dtype = getattr(torch, cli.dtype)
+    dtype, config = getattr(torch, cli.dtype), replace(CONFIG, layers=cli.layers)
     methods = ["ddp", *ZERO] + (["sharded", "zero_ro"] if dtype == torch.float32 else [])
-    runs = {m: train(m, dtype, cli.steps, me) for m in methods}
+    if cli.methods != "all":
+        methods = ["ddp"] + [m for m in cli.methods.split(",") if m != "ddp"]
+    runs = {m: train(m, config, dtype, cli.steps, me) for m in methods}
     reference = runs["ddp"].pop("weights")
     for run in runs.values():
         run["diff"] = (run.pop("weights", reference) - reference).abs().max().item()
-    trainable = sum(p.numel() for p in GPT(CONFIG).parameters()) - CONFIG.hidden  # less the frozen bias
+    trainable = sum(p.numel() for p in GPT(config).parameters()) - config.hidden  # less the frozen bias
     zb.report(num_params=trainable, weight_scale=reference.abs().max().item(), runs=runs,
               max_norm=MAX_NORM, bucket_numel=BUCKET_NUMEL, micro_batches=MICRO_BATCHES,
               element_size=torch.tensor([], dtype=dtype).element_size())

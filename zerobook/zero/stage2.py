@@ -78,11 +78,12 @@ class Zero2AdamW(Zero1AdamW):
         self.buffers[index][start:start + param.numel()].add_(param.grad.reshape(-1))
         self._track(f"grad {index}", param.grad.numel() * param.grad.element_size())
         param.grad = None  # the full gradient is not kept
-        self.arrived[index] += 1
-        if self.syncing and self.arrived[index] == bucket.last - bucket.first:
-            self._launch(index)
+        if self.syncing:  # under no_sync only accumulate: the backward after it counts arrivals
+            self.arrived[index] += 1
+            if self.arrived[index] == bucket.last - bucket.first:
+                self.launch(index)
 
-    def _launch(self, index: int) -> None:
+    def launch(self, index: int) -> None:
         """Reduce-scatter bucket `index` asynchronously: numel in, numel/N out."""
         buffer = self.buffers.pop(index)
         self.arrived[index] = 0
@@ -110,7 +111,7 @@ class Zero2AdamW(Zero1AdamW):
         """Launch buckets some of whose parameters got no gradient, then wait for every
         reduce-scatter still in flight and add its result to the gradient shard."""
         for index in sorted(self.buffers):
-            self._launch(index)
+            self.launch(index)
         while self.in_flight:
             self._retire(*self.in_flight.pop(0))
         self.arrived = [0] * len(self.flat.buckets)

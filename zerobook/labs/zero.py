@@ -1,0 +1,143 @@
+"""Lab 3 harness: the student's ZeRO-1 step and ZeRO-2 bucket hook, trained against DDP.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.zero --student zero_student.py --part parity
+
+The student's file defines
+    shard_of(flat, rank, world_size)          -> rank's contiguous N-th of a flat tensor
+    zero1_step(flat, master, optimizer)       reduce-scatter, AdamW on the fp32 shard, all-gather
+    on_grad(opt, param)                       Zero2AdamW's post-accumulate-grad hook
+Parts: `parity` trains 5 steps with each (fp32) and reports the largest difference from DDP with
+the same AdamW; `memory` reports the optimizer bytes of ZeRO-1 and the most gradient bytes held
+during a ZeRO-2 backward (measured by a hook that runs after the student's); `traffic` reports what
+one step of each sends, from the traffic meter.
+"""
+import torch
+
+import zerobook as zb
+from zerobook import measure
+from zerobook.comm import CommMeter
+from zerobook.ddp import average_gradients
+from zerobook.labs.harness import call_student, load_student, parse_args
+from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.precision import MixedPrecisionAdamW
+from zerobook.zero import FlatParams, Zero2AdamW
+
+PARTS = ["parity", "memory", "traffic"]
+CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
+LR, STEPS, BATCH, BUCKET_NUMEL = 1e-3, 5, 4, 2**13
+
+
+class StudentZero1:
+    """ZeRO-1 around the student's two functions: their shard, their step."""
+
+    def __init__(self, model, student, me: zb.Rank):
+        self.student = student
+        self.flat = FlatParams(model.parameters(), me.world_size)
+        shard = call_student(student, "shard_of", self.flat.flat, me.rank, me.world_size)
+        self.master = torch.nn.Parameter(shard.detach().float().clone())
+        self.inner = torch.optim.AdamW([self.master], lr=LR, weight_decay=0.01)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        call_student(self.student, "zero1_step", self.flat, self.master, self.inner)
+
+    def zero_grad(self) -> None:
+        self.flat.zero_grad()
+
+    def state_tensors(self):
+        yield self.master
+        yield from measure.optimizer_tensors(self.inner)
+
+
+def student_zero2(model, student) -> Zero2AdamW:
+    """Our Zero2AdamW with the student's hook in place of ours."""
+    hook = torch.no_grad()(lambda opt, param: call_student(student, "on_grad", opt, param))
+    cls = type("StudentZero2", (Zero2AdamW,), {"_on_grad": hook})
+    return cls(model.parameters(), lr=LR, weight_decay=0.01, bucket_numel=BUCKET_NUMEL)
+
+
+def optimizer_for(method: str, model, student, me):
+    if method == "ddp":
+        return MixedPrecisionAdamW(model.parameters(), lr=LR, weight_decay=0.01)
+    return StudentZero1(model, student, me) if method == "zero1" else student_zero2(model, student)
+
+
+def step(method: str, model, optimizer, batch) -> None:
+    next_token_loss(model, batch).backward()
+    if method == "ddp":
+        average_gradients(model)
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def batch_for(me: zb.Rank, step_index: int) -> torch.Tensor:
+    return random_batch(CONFIG, BATCH * me.world_size, seed=step_index)[me.rank * BATCH:(me.rank + 1) * BATCH]
+
+
+def train(method: str, student, me: zb.Rank, steps: int = STEPS):
+    """(model, optimizer) after `steps` steps from seed 0."""
+    torch.manual_seed(0)
+    model = GPT(CONFIG)
+    optimizer = optimizer_for(method, model, student, me)
+    for index in range(steps):
+        step(method, model, optimizer, batch_for(me, index))
+    return model, optimizer
+
+
+def flat_weights(model) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def parity(student, me: zb.Rank) -> dict:
+    reference = flat_weights(train("ddp", student, me)[0])
+    diff = {m: (flat_weights(train(m, student, me)[0]) - reference).abs().max().item() for m in ("zero1", "zero2")}
+    return {"diff": diff, "weight_scale": reference.abs().max().item()}
+
+
+def gradient_peak(student, me: zb.Rank) -> dict:
+    """Most gradient bytes held after any hook of one ZeRO-2 backward: the gradients autograd
+    still holds, the student's bucket buffers and the reduce-scatters in flight."""
+    model, opt = train("zero2", student, me, steps=1)
+    params, held = list(model.parameters()), []
+
+    def record(_):
+        tensors = [p.grad for p in params if p.grad is not None] + [opt.grad_shard, *opt.buffers.values()]
+        tensors += [t for _, _, out, buffer in opt.in_flight for t in (out, buffer)]
+        held.append(measure.unique_bytes(tensors))
+
+    hooks = [p.register_post_accumulate_grad_hook(record) for p in params]  # after the student's
+    next_token_loss(model, batch_for(me, 1)).backward()
+    for hook in hooks:
+        hook.remove()
+    opt.step()
+    return {"peak": max(held), "shard_numel": opt.flat.shard_numel, "padded": opt.flat.padded,
+            "bucket_numels": [b.numel for b in opt.flat.buckets], "max_in_flight": opt.max_in_flight}
+
+
+def memory(student, me: zb.Rank) -> dict:
+    _, zero1 = train("zero1", student, me, steps=1)
+    return {"optimizer_bytes": measure.unique_bytes(zero1.state_tensors()), "padded": zero1.flat.padded,
+            "num_params": zero1.flat.numel, "zero2": gradient_peak(student, me)}
+
+
+def traffic(student, me: zb.Rank) -> dict:
+    """One metered step of each; bus bytes per collective (what a ring sends per rank)."""
+    out = {}
+    for method in ("zero1", "zero2"):
+        model, optimizer = train(method, student, me, steps=1)
+        with CommMeter() as meter:
+            step(method, model, optimizer, batch_for(me, 1))
+        out[method] = {op: e.get("bus_bytes", e["bytes"]) / 4 for op, e in meter.summary().items()}
+        out[method + "_padded"] = optimizer.flat.padded
+    return out
+
+
+def main() -> None:
+    cli = parse_args(PARTS)
+    me = zb.setup()
+    student = load_student(cli.student)
+    zb.report(**{"parity": parity, "memory": memory, "traffic": traffic}[cli.part](student, me))
+
+
+if __name__ == "__main__":
+    main()
