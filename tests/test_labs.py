@@ -101,6 +101,8 @@ def test_lab3_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_poin
     student = tmp_path / "zero_student.py"
     student.write_text(solution)
     memory = zb.grading.run_part("zero", str(student), "memory", nproc=2).ranks[0]["zero2"]
-    assert memory["peak"] >= 4 * memory["padded"] - 4 * 64  # every gradient stays alive
+    assert memory["peak"] >= 4 * memory["padded"]  # every gradient stays alive: more than the lab's
+    largest = max(memory["bucket_numels"])  # bound of shard + buckets in flight + two filling
+    assert memory["peak"] > 4 * (memory["shard_numel"] + 2 * (largest + largest // 2) + 2 * largest)
     traffic = zb.grading.run_part("zero", str(student), "traffic", nproc=2).ranks[0]
     assert "all_reduce" in traffic["zero1"] and "reduce_scatter_tensor" not in traffic["zero1"]

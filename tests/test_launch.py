@@ -104,8 +104,10 @@ def test_two_launches_at_once_both_succeed():
 def test_interrupt_kills_the_whole_run(unique_target):
     script = unique_target("wait_forever.py")
     code = f"import zerobook as zb; zb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)"
+    # pytest-xdist's workers ignore SIGINT, and a child would inherit that: restore the default,
+    # as in a Jupyter kernel, where an interrupt raises KeyboardInterrupt
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              cwd=ROOT)
+                              cwd=ROOT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
     for line in parent.stdout:  # wait until the ranks are up
         if "[zerobook] backend=" in line:
             break

@@ -31,7 +31,7 @@ def test_zero1_and_zero2_match_ddp_with_groups_frozen_tied_accumulation_and_clip
     for report in run.ranks:
         runs, scale = report["runs"], report["weight_scale"]
         assert max(report["runs"]["ddp"]["norms"]) > report["max_norm"]  # clipping did act
-        for method in ("zero1", "zero2", "zero2_no_sync"):
+        for method in ("zero1", "zero2", "zero2_no_sync", "zero3", "zero3_reshard_root"):
             assert runs[method]["diff"] <= TOLERANCE * scale, (method, runs[method]["diff"])
             assert runs[method]["norms"] == pytest.approx(runs["ddp"]["norms"], rel=1e-5)
         assert runs["sharded"]["diff"] <= 1e-6 and runs["zero_ro"]["diff"] <= 1e-6
@@ -82,7 +82,8 @@ def test_zero2_holds_a_gradient_shard_plus_buckets_in_flight(parity):
         z, size = report["runs"]["zero2"], report["element_size"]
         largest = max(z["bucket_numels"])
         in_flight = z["max_in_flight"] * (largest + largest // world_size)  # buffers and outputs
-        filling = largest + largest  # the bucket being filled, and the gradient copied into it
+        filling = 3 * largest  # two buckets open (backward's order is not exactly reversed), and
+        # the fresh gradient being copied into one
         bound = size * (z["shard_numel"] + in_flight + filling)
         assert max(z["held"]) <= z["peak"] <= bound, (z["peak"], bound)
         # accumulating without syncing keeps every bucket at full size: 2Ψ, like stage 1
@@ -114,3 +115,25 @@ def test_flat_params_hold_a_tied_tensor_once_and_cut_shards_by_group():
     assert flat.shard_segments(1, ["a", "b"]) == [(0, 2, "a"), (2, 3, "b")]
     assert flat.shard_segments(3, ["a", "b"]) == [(0, 3, "b")]
     assert flat.shard_segments(1, ["a", "a"]) == [(0, 3, "a")]
+
+
+def test_zero3_sends_three_psi_per_micro_batch_or_less_the_root_it_keeps(parity):
+    world_size, run = parity
+    report = run.ranks[0]
+    size, micro, share = report["element_size"], report["micro_batches"], (world_size - 1) / world_size
+    for method in ("zero3_reshard_root", "zero3"):
+        z = report["runs"][method]
+        sent = elements_sent(z, size)
+        kept = 0 if method == "zero3_reshard_root" else z["units"]["root"]  # not gathered again
+        assert sent["reduce_scatter_tensor"] == micro * z["padded"] * share
+        assert sent["all_gather_into_tensor"] == micro * (2 * z["padded"] - kept) * share
+
+
+def test_zero3_keeps_sixteen_bytes_per_parameter_over_n():
+    run = zb.torchrun("zerobook.labs.zero_parity", nproc=2, echo=False,
+                      args=["--dtype", "bfloat16", "--steps", "2", "--methods", "zero3"])
+    for report in run.ranks:
+        z = report["runs"]["zero3"]
+        assert z["diff"] <= 1e-2 * report["weight_scale"]
+        shard = z["padded"] // 2
+        assert z["persistent_bytes"] == (2 + 2 + 12) * shard + STEP_COUNTER_BYTES * z["runs"]

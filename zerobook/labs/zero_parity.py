@@ -21,14 +21,14 @@ import zerobook as zb
 from zerobook import measure
 from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.precision import MixedPrecisionAdamW
-from zerobook.zero import ShardedOptimizer, Zero1AdamW, Zero2AdamW
+from zerobook.zero import ShardedOptimizer, Zero1AdamW, Zero2AdamW, Zero3AdamW
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
 LR, MAX_NORM, MICRO_BATCHES, MICRO_BATCH = 1e-3, 0.25, 2, 2
 BUCKET_NUMEL = 2**13  # small, so that this small model has several buckets
-ZERO = ("zero1", "zero2", "zero2_no_sync", "zero1_shard_norm")
+ZERO = ("zero1", "zero2", "zero2_no_sync", "zero1_shard_norm", "zero3", "zero3_reshard_root")
 
 
 def groups_of(model) -> list[dict]:
@@ -47,6 +47,9 @@ def optimizer_for(method: str, model):
         return Zero1AdamW(groups, lr=LR)
     if method.startswith("zero2"):
         return Zero2AdamW(groups, lr=LR, bucket_numel=BUCKET_NUMEL)
+    if method.startswith("zero3"):  # one unit per transformer block, and the root
+        return Zero3AdamW(model, unit_types=(Block,), groups=groups, lr=LR,
+                          reshard_root=method == "zero3_reshard_root")
     if method == "sharded":
         return ShardedOptimizer(groups, torch.optim.AdamW, lr=LR)
     optimizer = ZeroRedundancyOptimizer(groups[0]["params"], optimizer_class=torch.optim.AdamW,
@@ -110,11 +113,17 @@ def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dic
         batch = random_batch(config, size * me.world_size, seed=step)[me.rank * size:(me.rank + 1) * size]
         last = one_step(method, model, optimizer, batch)
         norms.append(last["norm"])
+    if method.startswith("zero3"):
+        optimizer.gather_all()  # to compare the full weights
     weights = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
     local = optimizer.optim if method == "zero_ro" else optimizer  # ZeroRO's own local optimizer
     out = {"weights": weights, "optimizer_bytes": measure.unique_bytes(measure.optimizer_tensors(local)),
            "norms": norms, "traffic": last["traffic"], "held": last["held"]}
-    if method in ZERO:
+    if method.startswith("zero3"):
+        out.update(padded=sum(u.flat.padded for u in optimizer.units),
+                   persistent_bytes=measure.unique_bytes(optimizer.persistent_tensors()),
+                   units={u.name: u.flat.padded for u in optimizer.units}, runs=len(optimizer.runs))
+    elif method in ZERO:
         out.update(padded=optimizer.flat.padded, runs=len(optimizer.runs),
                    shard_numel=optimizer.flat.shard_numel, param_bytes=measure.unique_bytes(model.parameters()))
     if method.startswith("zero2"):

@@ -2,9 +2,9 @@
 
     optimizer = ShardedOptimizer(model.parameters(), torch.optim.AdamW, lr=1e-3)
 
-Whole parameters are dealt out to the ranks (largest first, each to the least-loaded rank). Each
-rank builds `optimizer_cls` over its own parameters only, so it holds that optimizer's state for
-about 1/N of the model. The gradients must already be averaged (DDP's all-reduce, for instance);
+Whole parameters are dealt out to the ranks (group by group, largest first, each to the
+least-loaded rank). Each rank builds `optimizer_cls` over its own parameters only, so it holds that
+optimizer's state for about 1/N of the model. The gradients must already be averaged (DDP's all-reduce, for instance);
 after the local step every parameter is broadcast from the rank that owns it.
 """
 from __future__ import annotations
@@ -16,13 +16,15 @@ from zerobook.measure import optimizer_tensors
 from zerobook.precision import param_groups, zero_grads
 
 
-def partition(params: list[torch.nn.Parameter], world_size: int) -> list[list[torch.nn.Parameter]]:
-    """Deal parameters to ranks, largest first, each to the rank holding the fewest elements."""
+def partition(groups: list[dict], world_size: int) -> list[list[torch.nn.Parameter]]:
+    """Deal parameters to ranks group by group, largest first within a group, each to the rank
+    holding the fewest elements so far (ZeroRedundancyOptimizer's `_partition_parameters`)."""
     owned, load = [[] for _ in range(world_size)], [0] * world_size
-    for p in sorted(params, key=lambda p: p.numel(), reverse=True):
-        rank = load.index(min(load))
-        owned[rank].append(p)
-        load[rank] += p.numel()
+    for group in groups:
+        for p in sorted(group["params"], key=lambda p: p.numel(), reverse=True):
+            rank = load.index(min(load))
+            owned[rank].append(p)
+            load[rank] += p.numel()
     return owned
 
 
@@ -33,7 +35,7 @@ class ShardedOptimizer:
         self.group = group
         groups = param_groups(params)
         self.params = [p for g in groups for p in g["params"]]
-        self.owned = partition(self.params, dist.get_world_size(group))
+        self.owned = partition(groups, dist.get_world_size(group))
         self.rank = dist.get_rank(group)
         mine = {id(p) for p in self.owned[self.rank]}
         local = [{**g, "params": [p for p in g["params"] if id(p) in mine]} for g in groups]

@@ -36,6 +36,26 @@ def all_gather_params(flat: FlatParams, shard: torch.Tensor, group=None) -> None
                                     group=group)
 
 
+def clip_shards_(grad: torch.Tensor, max_norm: float, group=None) -> torch.Tensor:
+    """Scale this rank's gradient shard so that the *global* L2 norm is at most `max_norm`.
+
+    Squares summed over the shard, one all-reduce (SUM) of that fp32 scalar, square root: every
+    rank gets the same norm and the same scale. Returns the norm before clipping.
+    """
+    squares = grad.pow(2).sum()
+    dist.all_reduce(squares, group=group)
+    norm = squares.sqrt()
+    grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+    return norm
+
+
+def step_pieces(inner: torch.optim.Optimizer, pieces: list) -> None:
+    """AdamW on the fp32 shard's pieces, then drop their gradients (only needed for the step)."""
+    inner.step()
+    for piece in pieces:
+        piece.grad = None
+
+
 class Zero1AdamW:
     """Mixed-precision AdamW with its fp32 state sharded across the data-parallel ranks.
 
@@ -90,20 +110,14 @@ class Zero1AdamW:
         (SUM) of that one fp32 scalar gives every rank the same ||g||^2. A norm of the shard alone
         would give each rank its own scale, and the update would no longer be a clipped gradient.
         """
-        squares = self.reduced_grad().pow(2).sum()
-        dist.all_reduce(squares, group=self.group)
-        norm = squares.sqrt()
-        self.master_grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
-        return norm
+        return clip_shards_(self.reduced_grad(), max_norm, self.group)
 
     @torch.no_grad()
     def step(self) -> None:
         """Reduce-scatter grads, AdamW on this rank's fp32 shard, all-gather the weights."""
         self.reduced_grad()
-        self.inner.step()
+        step_pieces(self.inner, self.pieces)
         self.master_grad = None
-        for piece in self.pieces:
-            piece.grad = None  # the fp32 gradient shard was only needed during the step
         all_gather_params(self.flat, self.master.to(self.flat.flat.dtype), self.group)
 
     def zero_grad(self, set_to_none: bool = False) -> None:
