@@ -1,6 +1,7 @@
 """ZeRO from scratch, stage by stage, each building on the one before (by import, not by copy).
 
     flat.py    one flat buffer of parameters (and one of gradients), padded to N equal shards
+    master.py  the fp32 master shard and AdamW over it, with global-norm clipping (every stage)
     stage1.py  ZeRO-1: shard the fp32 master weights and AdamW's moments
     stage2.py  ZeRO-2: also shard the gradients, reduce-scattered bucket by bucket in backward
     units.py   ZeRO-3's unit: a module's parameters as a shard, gathered only while in use

@@ -18,39 +18,62 @@ import time
 import torch
 import torch.distributed as dist
 
-from zerobook.measure import optimizer_tensors
 from zerobook.precision import param_groups
-from zerobook.zero.stage1 import clip_shards_, step_pieces
+from zerobook.zero.master import MasterShard
 from zerobook.zero.units import Unit, wrap_policy
 
 
-class Zero3AdamW:
+class Zero3AdamW(MasterShard):
     """Mixed-precision AdamW over a model whose parameters, gradients and states are all sharded."""
 
     def __init__(self, model: torch.nn.Module, unit_types: tuple = (), lr: float = 1e-3, betas=(0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.01, groups=None, group=None,
-                 reshard_root: bool = False):
+                 reshard_root: bool = False, forward_prefetch: bool = False,
+                 backward_prefetch: str | None = None, max_gathered: int | None = None):
         self.group, self.world_size = group, dist.get_world_size(group)
         self.units = [Unit(name, params, group) for name, params in wrap_policy(model, unit_types)]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
-        self.events: list[tuple[float, str, str]] = []  # (seconds, what, unit): the timeline
-        self.master = torch.cat([u.shard for u in self.units]).float()
-        self.master_grad = None
-        self.inner = torch.optim.AdamW(self._shard_groups(param_groups(groups or model.parameters())),
-                                       lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        self._prefetch_plan(forward_prefetch, backward_prefetch, max_gathered)
+        self.events: list[tuple] = []  # (seconds, what, unit, gathered bytes): the timeline
+        groups = param_groups(groups or model.parameters())
+        self.build_master(torch.cat([u.shard for u in self.units]), self._runs(groups), groups,
+                          lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
         self._install(model, unit_types)
 
-    def _shard_groups(self, groups: list[dict]) -> list[dict]:
-        """The inner AdamW's groups: each run of each unit's shard, with its group's options."""
+    def _runs(self, groups: list[dict]) -> list[tuple[int, int, int]]:
+        """(start, stop, group index) of every unit's shard, in the concatenated shard."""
         label = {id(p): index for index, g in enumerate(groups) for p in g["params"]}
-        out, self.pieces, self.runs, offset = [{**g, "params": []} for g in groups], [], [], 0
+        runs, offset = [], 0
         for unit in self.units:
-            for a, b, index in unit.flat.shard_segments(unit.rank, [label[id(p)] for p in unit.flat.params]):
-                self.runs.append((offset + a, offset + b))
-                self.pieces.append(torch.nn.Parameter(self.master[offset + a:offset + b]))
-                out[index]["params"].append(self.pieces[-1])
+            labels = [label[id(p)] for p in unit.flat.params]
+            runs += [(offset + a, offset + b, i) for a, b, i in unit.flat.shard_segments(unit.rank, labels)]
             offset += unit.shard.numel()
-        return [g for g in out if g["params"]]
+        return runs
+
+    def _prefetch_plan(self, forward: bool, backward: str | None, max_gathered: int | None) -> None:
+        """Units run forward in the order of model.named_modules() (a stack of blocks does), and
+        backward in reverse, the root first (its output, the logits, is where backward starts).
+        backward: "pre" gathers the next unit when the current one's backward starts (more
+        overlap, one more unit in memory), "post" when its gradients are done, None never.
+        max_gathered: skip a prefetch that would leave more non-root units gathered than this."""
+        if backward not in (None, "pre", "post"):
+            raise ValueError(f"backward_prefetch must be None, 'pre' or 'post', not {backward!r}")
+        blocks = [u for u in self.units if u.name != "root"]
+        root = [u for u in self.units if u.name == "root"]
+        self.forward_order, self.backward_order = root + blocks, root + blocks[::-1]
+        self.forward_prefetch, self.backward_prefetch, self.max_gathered = forward, backward, max_gathered
+
+    def _prefetch_after(self, unit: Unit, order: list) -> None:
+        """Start gathering the unit after `unit` in `order` (async), unless the limit says no."""
+        index = order.index(unit) + 1
+        if index == len(order) or order[index].gathered or order[index].pending is not None:
+            return
+        gathered = sum(u.gathered for u in self.units if u.name != "root")
+        if self.max_gathered is not None and gathered >= self.max_gathered:
+            self._log("prefetch skipped", order[index])
+            return
+        self._log("prefetch", order[index])
+        order[index].start_gather()
 
     def _install(self, model: torch.nn.Module, unit_types: tuple) -> None:
         """Forward pre/post hooks on each unit's module; a post-accumulate-grad hook per parameter."""
@@ -64,11 +87,15 @@ class Zero3AdamW:
                     lambda p, unit=unit, offset=offset: self._on_grad(unit, p, offset))
 
     def _log(self, what: str, unit: Unit) -> None:
-        self.events.append((time.perf_counter(), what, unit.name))
+        """An event of the timeline, with the bytes of full parameters allocated right now."""
+        gathered = sum(u.flat.flat.untyped_storage().nbytes() for u in self.units)
+        self.events.append((time.perf_counter(), what, unit.name, gathered))
 
     def _before_forward(self, unit: Unit) -> None:
         self._log("gather", unit)
         unit.wait_gather()
+        if self.forward_prefetch:
+            self._prefetch_after(unit, self.forward_order)
         self._log("compute", unit)
 
     def _after_forward(self, unit: Unit, output) -> None:
@@ -84,6 +111,8 @@ class Zero3AdamW:
     def _before_backward(self, unit: Unit) -> None:
         self._log("gather (backward)", unit)
         unit.wait_gather()
+        if self.backward_prefetch == "pre":
+            self._prefetch_after(unit, self.backward_order)
         self._log("backward", unit)
 
     def _on_grad(self, unit: Unit, param: torch.Tensor, offset: int) -> None:
@@ -92,30 +121,23 @@ class Zero3AdamW:
             self._log("reduce-scatter", unit)
             unit.reduce_grads()
             unit.free()
+            if self.backward_prefetch == "post" and unit.name != "root":  # the root ends backward
+                self._prefetch_after(unit, self.backward_order)
             self._log("reduced", unit)
 
-    @torch.no_grad()
-    def reduced_grad(self) -> torch.Tensor:
-        """This rank's averaged fp32 gradient shard of every unit, concatenated (Ψ/N elements)."""
-        if self.master_grad is None:
-            self.master_grad = torch.cat([u.grad_shard for u in self.units]).float() / self.world_size
-            for piece, (a, b) in zip(self.pieces, self.runs):
-                piece.grad = self.master_grad[a:b]
-        return self.master_grad
-
-    @torch.no_grad()
-    def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
-        """Clip by the global norm: squares summed per shard, all-reduced (SUM), square-rooted."""
-        return clip_shards_(self.reduced_grad(), max_norm, self.group)
+    def shard_grads(self) -> torch.Tensor:
+        """Every unit's gradient shard (reduce-scattered in backward), concatenated, averaged."""
+        return torch.cat([u.grad_shard for u in self.units]) / self.world_size
 
     @torch.no_grad()
     def step(self) -> None:
         """AdamW on this rank's fp32 shards, copied into the 16-bit shards (the next forward gathers)."""
-        self.reduced_grad()
-        step_pieces(self.inner, self.pieces)
-        self.master_grad = None
+        self.update_master()
         offset = 0
         for unit in self.units:
+            if unit.pending is not None:
+                unit.wait_gather()  # a gather in flight must land before its buffer is freed
+            unit.free()  # anything still gathered holds the old weights
             unit.shard.copy_(self.master[offset:offset + unit.shard.numel()])
             offset += unit.shard.numel()
 
@@ -127,11 +149,6 @@ class Zero3AdamW:
         """Gather every unit (to read or save the full model; training frees them again)."""
         for unit in self.units:
             unit.wait_gather()
-
-    def state_tensors(self):
-        """What this rank keeps for the optimizer: its fp32 shards and AdamW's state of them."""
-        yield self.master
-        yield from optimizer_tensors(self.inner)
 
     def persistent_tensors(self):
         """Everything this rank keeps between steps: 16-bit shards, gradient shards, optimizer."""

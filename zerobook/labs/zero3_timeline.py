@@ -1,0 +1,70 @@
+"""ZeRO-3's timeline: the same training under several prefetch settings, every event recorded.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.zero3_timeline --configs none,forward,pre,post
+
+Each configuration trains the same GPT (seed 0, one unit per block) for `--steps` steps with
+`Zero3AdamW`; the events of the last step (gather, prefetch, compute, backward, reduce-scatter per
+unit, each with the bytes of full parameters allocated at that moment) are reported with the
+median step time, the final weights' largest difference from the first configuration, and the
+bytes the rank keeps between steps.
+"""
+import argparse
+import statistics
+import time
+
+import torch
+
+import zerobook as zb
+from zerobook import measure
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.zero import Zero3AdamW
+
+CONFIGS = {  # name -> Zero3AdamW's prefetch options
+    "none": {},
+    "forward": {"forward_prefetch": True},
+    "pre": {"forward_prefetch": True, "backward_prefetch": "pre"},
+    "post": {"forward_prefetch": True, "backward_prefetch": "post"},
+    "pre_limit2": {"forward_prefetch": True, "backward_prefetch": "pre", "max_gathered": 2},
+}
+
+
+def train(options: dict, config: GPTConfig, steps: int, batch: int, me: zb.Rank) -> dict:
+    torch.manual_seed(0)
+    model = GPT(config).to(me.device)
+    zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3, **options)
+    seconds = []
+    for step in range(steps):
+        tokens = random_batch(config, batch * me.world_size, seed=step)[me.rank * batch:(me.rank + 1) * batch]
+        zero.events = []
+        start = time.perf_counter()
+        next_token_loss(model, tokens.to(me.device)).backward()
+        zero.step()
+        zero.zero_grad()
+        seconds.append(time.perf_counter() - start)
+    events = [(t - start, what, unit, gathered) for t, what, unit, gathered in zero.events]
+    zero.gather_all()
+    weights = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
+    return {"weights": weights, "events": events, "seconds": statistics.median(seconds[1:] or seconds),
+            "persistent_bytes": measure.unique_bytes(zero.persistent_tensors()),
+            "unit_bytes": {u.name: u.full_bytes for u in zero.units}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--configs", default="none,forward,pre,post")
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=3)
+    cli = parser.parse_args()
+    me = zb.setup()
+    config = GPTConfig(vocab=256, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=64)
+    runs = {name: train(CONFIGS[name], config, cli.steps, cli.batch, me) for name in cli.configs.split(",")}
+    first = next(iter(runs.values()))["weights"]
+    for run in runs.values():
+        run["diff"] = (run.pop("weights") - first).abs().max().item()
+    zb.report(runs=runs, num_params=sum(p.numel() for p in GPT(config).parameters()))
+
+
+if __name__ == "__main__":
+    main()
