@@ -21,15 +21,15 @@ from torch.distributed import distributed_c10d as c10d
 from zerobook.traffic import BUS_FACTORS
 
 POINT_TO_POINT = {"send": "sent", "isend": "sent", "recv": "received", "irecv": "received"}
-# name -> (index of the argument whose size is S, bus factor as a function of N)
+# name -> (position and name of the argument whose size is S, bus factor as a function of N)
 COLLECTIVES = {
-    "all_reduce": (0, BUS_FACTORS["all_reduce"]),
-    "reduce_scatter_tensor": (1, BUS_FACTORS["reduce_scatter"]),  # S: the input, N shards
-    "reduce_scatter_single": (1, BUS_FACTORS["reduce_scatter"]),
-    "all_gather_into_tensor": (0, BUS_FACTORS["all_gather"]),  # S: the output
-    "all_gather_single": (0, BUS_FACTORS["all_gather"]),
-    "broadcast": (0, BUS_FACTORS["broadcast"]),
-    "reduce": (0, BUS_FACTORS["reduce"]),
+    "all_reduce": (0, "tensor", BUS_FACTORS["all_reduce"]),
+    "reduce_scatter_tensor": (1, "input", BUS_FACTORS["reduce_scatter"]),  # S: the input, N shards
+    "reduce_scatter_single": (1, "input", BUS_FACTORS["reduce_scatter"]),
+    "all_gather_into_tensor": (0, "output_tensor", BUS_FACTORS["all_gather"]),  # S: the output
+    "all_gather_single": (0, "output_tensor", BUS_FACTORS["all_gather"]),
+    "broadcast": (0, "tensor", BUS_FACTORS["broadcast"]),
+    "reduce": (0, "tensor", BUS_FACTORS["reduce"]),
 }
 
 
@@ -111,9 +111,8 @@ class CommMeter:
         self.events.append(Event(name, tensor_bytes(tensor), peer, dist.get_world_size(), None, seconds))
 
     def _record_collective(self, name, args, kwargs, seconds) -> None:
-        index, factor = COLLECTIVES[name]
-        tensor = args[index] if len(args) > index else next(
-            v for v in kwargs.values() if torch.is_tensor(v))
+        index, keyword, factor = COLLECTIVES[name]
+        tensor = args[index] if len(args) > index else kwargs[keyword]  # FSDP2 passes keywords
         n = dist.get_world_size(kwargs.get("group"))
         size = tensor_bytes(tensor)
         self.events.append(Event(name, size, None, n, size * factor(n), seconds))
