@@ -133,3 +133,58 @@ def gradient_bytes_chart(held: dict[str, list[int]], lines: dict[str, float], ti
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     fig.tight_layout()
     return fig
+
+
+def timeline_bars(events: list) -> list[tuple[str, float, float, str]]:
+    """(lane, start, end, unit) bars from Zero3AdamW's events, root left out (its forward and
+    backward enclose everyone else's). Communication: from a gather's issue (or prefetch) to the
+    moment the unit can compute, and from a reduce-scatter's start to its end; computation: forward
+    from "compute" to "computed", backward from "backward" to the unit's reduce-scatter."""
+    bars, issued, started = [], {}, {}
+    for t, what, unit, _ in events:
+        if unit == "root":
+            continue
+        if what in ("gather", "gather (backward)", "prefetch"):
+            issued.setdefault(unit, t)
+        elif what in ("compute", "backward"):
+            bars.append(("communication", issued.pop(unit), t, unit))
+            started[unit] = t
+        elif what == "computed":
+            bars.append(("computation", started.pop(unit), t, unit))
+        elif what == "reduce-scatter":
+            bars.append(("computation", started.pop(unit), t, unit))
+            issued[unit] = t
+        elif what == "reduced":
+            bars.append(("communication", issued.pop(unit), t, unit))
+    return bars
+
+
+def timeline_chart(runs: dict[str, list]):
+    """One Gantt chart per run (name -> events): communication and computation lanes, in ms."""
+    lanes = {"communication": (PALETTE["orange"], 1), "computation": (PALETTE["blue"], 0)}
+    fig, axes = plt.subplots(len(runs), 1, sharex=True, figsize=(8, 1.5 * len(runs) + 0.7), squeeze=False)
+    for ax, (name, events) in zip(axes[:, 0], runs.items()):
+        for lane, start, end, unit in timeline_bars(events):
+            color, y = lanes[lane]
+            ax.broken_barh([(start * 1e3, (end - start) * 1e3)], (y + 0.1, 0.8), color=color, edgecolor="white")
+        ax.set(yticks=[0.5, 1.5], yticklabels=["computation", "communication"], title=name)
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[-1, 0].set_xlabel("time since the step began (ms)")
+    fig.tight_layout()
+    return fig
+
+
+def gathered_bytes_chart(runs: dict[str, list], lines: dict[str, float]):
+    """Bytes of full (gathered) parameters over one step, per run (name -> events), in KiB."""
+    colors = [PALETTE["black"], PALETTE["blue"], PALETTE["orange"], PALETTE["green"]]
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for (name, events), color in zip(runs.items(), colors):
+        ax.step([e[0] * 1e3 for e in events], [e[3] / 1024 for e in events], where="post", color=color, label=name)
+    for (label, value), style in zip(lines.items(), [":", "-.", "--"]):
+        ax.axhline(value / 1024, linestyle=style, color="grey", linewidth=1)
+        ax.annotate(label, (0, value / 1024), textcoords="offset points", xytext=(2, 3), fontsize=8, color="dimgrey")
+    ax.set(xlabel="time since the step began (ms)", ylabel="full parameters allocated (KiB)",
+           title="Gathered parameters on rank 0 through one step")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
