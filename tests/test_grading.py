@@ -1,7 +1,7 @@
 """The grading round trip: release the labs, submit notebooks, autograde, read the scores.
 
 Lab 0 gets the full set (reference, untouched, a wrong answer, an infinite loop, sys.exit());
-Labs 1, 2 and 3 the reference and the untouched release (their wrong answers: tests/test_labs.py). One `python -m zerobook.grading
+Labs 1 to 4 the reference and the untouched release (their wrong answers: tests/test_labs.py). One `python -m zerobook.grading
 grade` call grades every submission (as `make grade` does).
 """
 import csv
@@ -22,6 +22,8 @@ RING_LAB = "ring_allreduce"
 RING_POINTS = {"test_correct": 3, "test_bytes": 2}
 ZERO_LAB = "zero"
 ZERO_POINTS = {"test_parity": 4, "test_memory": 3, "test_traffic": 2}
+ZERO3_LAB = "zero3"
+ZERO3_POINTS = {"test_parity": 3, "test_memory": 3, "test_traffic": 2, "test_order": 2}
 
 
 def planted(text: str, old: str, new: str) -> str:
@@ -65,7 +67,7 @@ def graded(tmp_path_factory):
     memory_released = (root / "release" / MEMORY_LAB / f"{MEMORY_LAB}.ipynb").read_text()
     plain = {lab: {"reference": (ROOT / "labs" / lab / f"{lab}.ipynb").read_text(),
                    "untouched": (root / "release" / lab / f"{lab}.ipynb").read_text()}
-             for lab in (RING_LAB, ZERO_LAB)}
+             for lab in (RING_LAB, ZERO_LAB, ZERO3_LAB)}
     for lab, notebooks in ((LAB, submissions(released)), (MEMORY_LAB, memory_submissions(memory_released)),
                            *plain.items()):
         for student, notebook in notebooks.items():
@@ -74,7 +76,8 @@ def graded(tmp_path_factory):
             (folder / f"{lab}.ipynb").write_text(notebook)
     run_grading("grade", root=root)
     return (root, part_scores(root, LAB, PART_POINTS), part_scores(root, MEMORY_LAB, MEMORY_POINTS),
-            part_scores(root, RING_LAB, RING_POINTS), part_scores(root, ZERO_LAB, ZERO_POINTS))
+            part_scores(root, RING_LAB, RING_POINTS), part_scores(root, ZERO_LAB, ZERO_POINTS),
+            part_scores(root, ZERO3_LAB, ZERO3_POINTS))
 
 
 def part_scores(root, lab, points) -> dict[str, dict[str, float]]:
@@ -146,12 +149,18 @@ def test_memory_lab_reference_scores_full_marks_and_the_release_zero(graded):
 
 
 def test_ring_lab_reference_scores_full_marks_and_the_release_zero(graded):
-    *_, scores, _ = graded
+    *_, scores, _, _ = graded
     assert scores["reference"] == RING_POINTS
     assert scores["untouched"] == {part: 0 for part in RING_POINTS}
 
 
 def test_zero_lab_reference_scores_full_marks_and_the_release_zero(graded):
-    *_, scores = graded
+    *_, scores, _ = graded
     assert scores["reference"] == ZERO_POINTS
     assert scores["untouched"] == {part: 0 for part in ZERO_POINTS}
+
+
+def test_zero3_lab_reference_scores_full_marks_and_the_release_zero(graded):
+    *_, scores = graded
+    assert scores["reference"] == ZERO3_POINTS
+    assert scores["untouched"] == {part: 0 for part in ZERO3_POINTS}

@@ -77,13 +77,13 @@ def test_a_deadlocked_ring_fails_within_a_minute_naming_the_stuck_send(tmp_path,
     assert f'File "{student}", line {send_line}' in message  # the student's own line
 
 
-def lab3_solution() -> str:
-    """The rank script of Lab 3's instructor notebook, as the student's cell writes it."""
+def lab_solution(lab: str) -> str:
+    """The rank script of a lab's instructor notebook, as the student's cell writes it."""
     import json
 
     from conftest import ROOT
 
-    notebook = json.loads((ROOT / "labs" / "zero" / "zero.ipynb").read_text())
+    notebook = json.loads((ROOT / "labs" / lab / f"{lab}.ipynb").read_text())
     cell = next(c for c in notebook["cells"] if c["metadata"]["nbgrader"]["grade_id"] == "rank_script")
     return "".join(cell["source"]).split("\n", 1)[1]  # without the %%writefile line
 
@@ -91,7 +91,7 @@ def lab3_solution() -> str:
 def test_lab3_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_points(tmp_path):
     """Correct arithmetic, wrong system: the hook keeps every gradient alive, and the step
     all-reduces the whole buffer (then takes its shard) instead of reduce-scattering."""
-    solution = lab3_solution()
+    solution = lab_solution("zero")
     for old, new in (("    param.grad = None\n", "    pass  # keeps param.grad\n"),
                      ("    dist.reduce_scatter_tensor(grad, flat.flat_grad)\n",
                       "    dist.all_reduce(flat.flat_grad)\n"
@@ -106,3 +106,25 @@ def test_lab3_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_poin
     assert memory["peak"] > 4 * (memory["shard_numel"] + 2 * (largest + largest // 2) + 2 * largest)
     traffic = zb.grading.run_part("zero", str(student), "traffic", nproc=2).ranks[0]
     assert "all_reduce" in traffic["zero1"] and "reduce_scatter_tensor" not in traffic["zero1"]
+
+
+def planted_lab4(tmp_path, name: str, old: str, new: str):
+    solution = lab_solution("zero3")
+    assert solution.count(old) == 1, old
+    student = tmp_path / name / "zero3_student.py"
+    student.parent.mkdir()
+    student.write_text(solution.replace(old, new))
+    return str(student)
+
+
+def test_lab4_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_path):
+    """Right weights for the first step, wrong schedule: discard() that does nothing keeps every
+    unit gathered; a before_forward that never prefetches gathers each block only when needed."""
+    keeps = planted_lab4(tmp_path, "keeps", "    unit.flat.flat.untyped_storage().resize_(0)\n",
+                         "    pass  # keeps the weights\n")
+    memory = zb.grading.run_part("zero3", keeps, "memory", nproc=2).ranks[0]
+    assert memory["peak"] == sum(memory["units"].values())  # every unit stays gathered
+    lazy = planted_lab4(tmp_path, "lazy", "        opt.forward_order[index + 1].start_gather()\n",
+                        "        pass  # no prefetch\n")
+    events = [tuple(e) for e in zb.grading.run_part("zero3", lazy, "order", nproc=2).ranks[0]["events"]]
+    assert events.index(("gather issued", "blocks.1")) > events.index(("computed", "blocks.0"))

@@ -29,9 +29,9 @@ class Zero3AdamW(MasterShard):
     def __init__(self, model: torch.nn.Module, unit_types: tuple = (), lr: float = 1e-3, betas=(0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.01, groups=None, group=None,
                  reshard_root: bool = False, forward_prefetch: bool = False,
-                 backward_prefetch: str | None = None, max_gathered: int | None = None):
+                 backward_prefetch: str | None = None, max_gathered: int | None = None, unit_cls=Unit):
         self.group, self.world_size = group, dist.get_world_size(group)
-        self.units = [Unit(name, params, group) for name, params in wrap_policy(model, unit_types)]
+        self.units = [unit_cls(name, params, group) for name, params in wrap_policy(model, unit_types)]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
         self._prefetch_plan(forward_prefetch, backward_prefetch, max_gathered)
         self.events: list[tuple] = []  # (seconds, what, unit, gathered bytes): the timeline

@@ -1,0 +1,66 @@
+"""ZeRO-3 step time: ours (zerobook.zero.Zero3AdamW) against PyTorch's FSDP2, in one run.
+
+    python benchmarks/zero3.py                       # N = 2 and 4, prints ratios
+    python benchmarks/zero3.py --world-sizes 2 --save benchmarks/results/zero3_cpu_gloo.md
+
+Launches zerobook.labs.zero3_speed with zb.torchrun (gloo on CPU, NCCL with one GPU per rank) and
+prints rank 0's median seconds per step of each method, the ratios ours / FSDP2 without and with
+prefetch (goal <= 1.0), the overlap efficiency of our prefetch,
+(T_no_prefetch - T_prefetch) / min(T_comm, T_compute), with T_comm and T_compute summed from our
+no-prefetch run's events, and on a GPU the CUDA peak ratio ours / FSDP2. Timings on a shared
+machine are noisy: a benchmark to read, not a test to pass.
+"""
+import argparse
+import time
+
+import zerobook as zb
+from common import emit
+
+METHODS = ("ours", "ours_prefetch", "fsdp2", "fsdp2_prefetch")
+
+
+def measure(world_size: int, args: list) -> dict:
+    return zb.torchrun("zerobook.labs.zero3_speed", nproc=world_size, echo=False, timeout=1200, args=args).ranks[0]
+
+
+def overlap_efficiency(r: dict) -> float:
+    saved = r["median"]["ours"] - r["median"]["ours_prefetch"]
+    return saved / min(r["lanes"]["communication"], r["lanes"]["computation"])
+
+
+def report(results: dict[int, dict]) -> str:
+    first = next(iter(results.values()))
+    lines = [f"# ZeRO-3 step time, ours vs FSDP2 ({first['backend']}, {first['num_params']:,} parameters, fp32), "
+             f"{time.strftime('%Y-%m-%d')}", "",
+             "| N | ours ms | ours + prefetch ms | FSDP2 ms | FSDP2 + prefetch ms |", "| --- | --- | --- | --- | --- |"]
+    for n, r in results.items():
+        lines.append(f"| {n} | " + " | ".join(f"{r['median'][m] * 1e3:.1f}" for m in METHODS) + " |")
+    lines.append("")
+    for n, r in results.items():
+        m = r["median"]
+        lines += [f"N = {n}: ours / FSDP2 = {m['ours'] / m['fsdp2']:.2f}, with prefetch "
+                  f"{m['ours_prefetch'] / m['fsdp2_prefetch']:.2f} (goal <= 1.0)",
+                  f"N = {n}: overlap efficiency of our prefetch = {overlap_efficiency(r):.2f} "
+                  f"(T_comm {r['lanes']['communication'] * 1e3:.1f} ms, T_compute {r['lanes']['computation'] * 1e3:.1f} ms)"]
+        if r["peak"]["ours"] is not None:
+            lines.append(f"N = {n}: CUDA peak ours / FSDP2 = {r['peak']['ours'] / r['peak']['fsdp2']:.2f}, "
+                         f"with prefetch {r['peak']['ours_prefetch'] / r['peak']['fsdp2_prefetch']:.2f}")
+        else:
+            lines.append(f"N = {n}: peak memory: no allocator statistics on CPU (run on a GPU host)")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--save", help="also write the report to this file")
+    cli = parser.parse_args()
+    args = ["--rounds", cli.rounds, "--hidden", cli.hidden, "--layers", cli.layers]
+    emit(report({n: measure(n, args) for n in cli.world_sizes}), cli.save)
+
+
+if __name__ == "__main__":
+    main()

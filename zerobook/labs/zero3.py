@@ -1,0 +1,134 @@
+"""Lab 4 harness: the student's gather, discard and forward prefetch inside our ZeRO-3.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.zero3 --student zero3_student.py --part parity
+
+The student's file defines
+    gather(unit, async_op=False)   allocate the unit's full buffer and all-gather the shards into it
+    discard(unit)                  free the full buffer (its storage back to zero bytes)
+    before_forward(opt, unit)      the forward pre-hook: the unit's weights, and the next unit's prefetch
+Our `Zero3AdamW` runs with them (one unit per block, the root resharded too, forward prefetch on).
+Parts: `parity` (5 steps against DDP with the same AdamW, fp32), `memory` (the most bytes of full
+parameters allocated at any event of a step, and the bytes kept between steps), `traffic` (bus
+elements per collective of one step), `order` (the events of one step: when each gather was
+issued, when each unit's forward computed).
+"""
+import torch
+
+import zerobook as zb
+from zerobook import measure
+from zerobook.comm import CommMeter
+from zerobook.ddp import average_gradients
+from zerobook.labs.harness import call_student, load_student, parse_args
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.precision import MixedPrecisionAdamW
+from zerobook.zero import Zero3AdamW
+from zerobook.zero.units import Unit
+
+PARTS = ["parity", "memory", "traffic", "order"]
+CONFIG = GPTConfig(vocab=100, hidden=64, layers=4, heads=4, seq_len=32)
+LR, STEPS, BATCH = 1e-3, 5, 4
+SAME_OP = {"reduce_scatter_single": "reduce_scatter_tensor", "all_gather_single": "all_gather_into_tensor"}
+
+
+def student_classes(student):
+    """Our Unit and Zero3AdamW with the student's functions in place of ours."""
+
+    class StudentUnit(Unit):
+        def start_gather(self):
+            if self.gathered or self.pending is not None:
+                return
+            self.owner._log("gather issued", self)
+            self.pending = call_student(student, "gather", self, True)
+            if self.pending is None:  # a synchronous gather: nothing to wait for
+                self.pending = _Done()
+
+        def free(self):
+            call_student(student, "discard", self)
+
+    class StudentZero3(Zero3AdamW):
+        def _before_forward(self, unit):
+            call_student(student, "before_forward", self, unit)
+            self._log("compute", unit)
+
+    return StudentUnit, StudentZero3
+
+
+class _Done:
+    def wait(self):
+        return True
+
+
+def build(student, model):
+    unit_cls, zero_cls = student_classes(student)
+    zero = zero_cls(model, unit_types=(Block,), lr=LR, weight_decay=0.01, reshard_root=True,
+                    forward_prefetch=True, unit_cls=unit_cls)
+    unit_cls.owner = zero  # the units log the gathers they issue into its timeline
+    return zero
+
+
+def train(method: str, student, me: zb.Rank, steps: int = STEPS):
+    torch.manual_seed(0)
+    model = GPT(CONFIG)
+    if method == "ddp":
+        optimizer = MixedPrecisionAdamW(model.parameters(), lr=LR, weight_decay=0.01)
+    else:
+        optimizer = build(student, model)
+    for index in range(steps):
+        one_step(method, model, optimizer, me, index)
+    return model, optimizer
+
+
+def one_step(method: str, model, optimizer, me: zb.Rank, index: int) -> None:
+    tokens = random_batch(CONFIG, BATCH * me.world_size, seed=index)[me.rank * BATCH:(me.rank + 1) * BATCH]
+    if method != "ddp":
+        optimizer.events = []
+    next_token_loss(model, tokens).backward()
+    if method == "ddp":
+        average_gradients(model)
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def parity(student, me: zb.Rank) -> dict:
+    reference, _ = train("ddp", student, me)
+    model, zero = train("zero3", student, me)
+    zero.gather_all()
+    flat = lambda m: torch.cat([p.detach().reshape(-1) for p in m.parameters()])  # noqa: E731
+    return {"diff": (flat(model) - flat(reference)).abs().max().item(),
+            "weight_scale": flat(reference).abs().max().item()}
+
+
+def memory(student, me: zb.Rank) -> dict:
+    _, zero = train("zero3", student, me, steps=2)
+    units = {u.name: u.full_bytes for u in zero.units}
+    return {"peak": max(e[3] for e in zero.events), "units": units, "world_size": me.world_size,
+            "persistent": measure.unique_bytes(zero.persistent_tensors()),
+            "padded": sum(u.flat.padded for u in zero.units), "runs": len(zero.runs)}
+
+
+def traffic(student, me: zb.Rank) -> dict:
+    model, zero = train("zero3", student, me, steps=1)
+    with CommMeter() as meter:
+        one_step("zero3", model, zero, me, 1)
+    sent = {}
+    for op, e in meter.summary().items():
+        sent[SAME_OP.get(op, op)] = sent.get(SAME_OP.get(op, op), 0) + e.get("bus_bytes", e["bytes"]) / 4
+    return {"sent": sent, "padded": sum(u.flat.padded for u in zero.units)}
+
+
+def order(student, me: zb.Rank) -> dict:
+    _, zero = train("zero3", student, me, steps=2)
+    return {"events": [(what, unit) for _, what, unit, _ in zero.events],
+            "blocks": [u.name for u in zero.units if u.name != "root"]}
+
+
+def main() -> None:
+    cli = parse_args(PARTS)
+    me = zb.setup()
+    student = load_student(cli.student)
+    parts = {"parity": parity, "memory": memory, "traffic": traffic, "order": order}
+    zb.report(**parts[cli.part](student, me))
+
+
+if __name__ == "__main__":
+    main()

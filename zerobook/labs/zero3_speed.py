@@ -1,0 +1,99 @@
+"""Step time of our ZeRO-3 against PyTorch's FSDP2, with and without prefetch, on every rank.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.zero3_speed --rounds 5
+
+The same GPT (one unit per block plus the root, fp32, AdamW) under: ours without prefetch, ours
+with forward and backward ("pre") prefetch, FSDP2 with its defaults, FSDP2 with explicit forward
+and backward prefetch of the next block. Methods take turns, `--steps` timed steps each per
+round. Reported: median seconds per step, the CUDA allocator's peak per method on a GPU (None on
+CPU, which has no allocator statistics), and, from our no-prefetch run's events, the time spent
+waiting for communication and computing (for the overlap efficiency).
+"""
+import argparse
+import statistics
+import time
+
+import torch
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+
+import zerobook as zb
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.plots import timeline_bars
+from zerobook.zero import Zero3AdamW
+
+METHODS = ["ours", "ours_prefetch", "fsdp2", "fsdp2_prefetch"]
+
+
+def build(method: str, config: GPTConfig, me: zb.Rank):
+    torch.manual_seed(0)
+    model = GPT(config).to(me.device)
+    if method.startswith("ours"):
+        prefetch = {"forward_prefetch": True, "backward_prefetch": "pre"} if method == "ours_prefetch" else {}
+        return model, Zero3AdamW(model, unit_types=(Block,), lr=1e-4, **prefetch)
+    mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
+    blocks = list(model.blocks)
+    for block in blocks:
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    if method == "fsdp2_prefetch":
+        for k, block in enumerate(blocks):
+            block.set_modules_to_forward_prefetch(blocks[k + 1:k + 2])
+            block.set_modules_to_backward_prefetch(blocks[k - 1:k] if k else [])
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
+def timed_steps(model, optimizer, batch: torch.Tensor, steps: int) -> list[float]:
+    out = []
+    for _ in range(steps):
+        if batch.is_cuda:
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        if hasattr(optimizer, "events"):
+            optimizer.events = []
+        next_token_loss(model, batch).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if batch.is_cuda:
+            torch.cuda.synchronize()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def peak_bytes(model, optimizer, batch) -> int | None:
+    """The CUDA allocator's peak over one step of this method (None on CPU)."""
+    if not batch.is_cuda:
+        return None
+    torch.cuda.reset_peak_memory_stats()
+    timed_steps(model, optimizer, batch, 1)
+    return torch.cuda.max_memory_allocated()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=3)
+    cli = parser.parse_args()
+    me = zb.setup()
+    config = GPTConfig(vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=128)
+    batch = random_batch(config, cli.batch, seed=me.rank).to(me.device)
+    built = {m: build(m, config, me) for m in METHODS}
+    for m in METHODS:
+        timed_steps(*built[m], batch, 1)  # warm-up
+    seconds = {m: [] for m in METHODS}
+    for _ in range(cli.rounds):
+        for m in METHODS:
+            seconds[m] += timed_steps(*built[m], batch, cli.steps)
+    bars = timeline_bars(built["ours"][1].events)  # the last step without prefetch
+    lanes = {lane: sum(end - start for kind, start, end, _ in bars if kind == lane)
+             for lane in ("communication", "computation")}
+    zb.report(median={m: statistics.median(s) for m, s in seconds.items()}, lanes=lanes,
+              peak={m: peak_bytes(*built[m], batch) for m in METHODS},
+              num_params=sum(p.numel() for p in GPT(config).parameters()), backend=me.backend)
+
+
+if __name__ == "__main__":
+    main()
