@@ -9,18 +9,11 @@ ZeroRedundancyOptimizer (goal <= 1.0), our stage 1 / DDP, and stage 2 with its r
 overlapping backward / waiting for each. Timings on a shared machine are noisy: a benchmark to
 read, not a test to pass.
 """
-import argparse
 import platform
 import sys
 import time
 
-import zerobook as zb
-from common import emit
-
-
-def measure(world_size: int, args: list) -> dict:
-    run = zb.torchrun("zerobook.labs.zero_speed", nproc=world_size, echo=False, timeout=1200, args=args)
-    return run.ranks[0]
+from common import step_time_benchmark
 
 
 def report(results: dict[int, dict]) -> str:
@@ -44,17 +37,7 @@ def report(results: dict[int, dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--save", help="also write the report to this file")
-    cli = parser.parse_args()
-    args = ["--rounds", cli.rounds, "--hidden", cli.hidden, "--layers", cli.layers]
-    text = report({n: measure(n, args) for n in cli.world_sizes})
-    emit(text, cli.save)
-
+    step_time_benchmark("zero_speed", report)
 
 if __name__ == "__main__":
     main()

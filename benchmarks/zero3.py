@@ -10,17 +10,11 @@ prefetch (goal <= 1.0), the overlap efficiency of our prefetch,
 no-prefetch run's events, and on a GPU the CUDA peak ratio ours / FSDP2. Timings on a shared
 machine are noisy: a benchmark to read, not a test to pass.
 """
-import argparse
 import time
 
-import zerobook as zb
-from common import emit
+from common import step_time_benchmark
 
 METHODS = ("ours", "ours_prefetch", "fsdp2", "fsdp2_prefetch")
-
-
-def measure(world_size: int, args: list) -> dict:
-    return zb.torchrun("zerobook.labs.zero3_speed", nproc=world_size, echo=False, timeout=1200, args=args).ranks[0]
 
 
 def overlap_efficiency(r: dict) -> float:
@@ -51,16 +45,7 @@ def report(results: dict[int, dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--save", help="also write the report to this file")
-    cli = parser.parse_args()
-    args = ["--rounds", cli.rounds, "--hidden", cli.hidden, "--layers", cli.layers]
-    emit(report({n: measure(n, args) for n in cli.world_sizes}), cli.save)
-
+    step_time_benchmark("zero3_speed", report)
 
 if __name__ == "__main__":
     main()

@@ -1,17 +1,17 @@
 """The grading round trip: release the labs, submit notebooks, autograde, read the scores.
 
 Lab 0 gets the full set (reference, untouched, a wrong answer, an infinite loop, sys.exit());
-Labs 1 to 4 the reference and the untouched release (their wrong answers: tests/test_labs.py). One `python -m zerobook.grading
-grade` call grades every submission (as `make grade` does).
+Labs 1 and 2 the reference and the untouched release (Labs 3 and 4: test_grading_zero.py; the
+wrong answers of Labs 1-4: tests/test_labs.py). One `python -m zerobook.grading grade` call grades
+every submission (as `make grade` does).
 """
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
 
 from conftest import ROOT
+from grading_helpers import part_scores, reference_and_release, round_trip
 
 LAB = "setup_check"
 SOURCE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
@@ -20,10 +20,6 @@ MEMORY_LAB = "memory"
 MEMORY_POINTS = {"test_accounting": 2, "test_measurement": 3}
 RING_LAB = "ring_allreduce"
 RING_POINTS = {"test_correct": 3, "test_bytes": 2}
-ZERO_LAB = "zero"
-ZERO_POINTS = {"test_parity": 4, "test_memory": 3, "test_traffic": 2}
-ZERO3_LAB = "zero3"
-ZERO3_POINTS = {"test_parity": 3, "test_memory": 3, "test_traffic": 2, "test_order": 2}
 
 
 def planted(text: str, old: str, new: str) -> str:
@@ -31,68 +27,28 @@ def planted(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
-def submissions(released: str) -> dict[str, str]:
-    """Student name -> notebook JSON: the solution, the untouched release, and planted faults."""
+def submissions(root) -> dict[str, dict[str, str]]:
+    """Lab 0: the solution, the untouched release and planted faults; Labs 1 and 2: two each."""
     solution = SOURCE.read_text()
-    return {
+    lab0 = {
         "reference": solution,
-        "untouched": released,
+        "untouched": (root / "release" / LAB / f"{LAB}.ipynb").read_text(),
         "wrong_total": planted(solution, "return value.item()", "return value.item() + 1"),
         "infinite_loop": planted(solution, "dist.all_reduce(value, op=dist.ReduceOp.SUM)",
                                  "while True:\\n        pass"),
         "sys_exit": planted(solution, "everyone = [None] * dist.get_world_size()",
                             "import sys; sys.exit()"),
     }
-
-
-def memory_submissions(released: str) -> dict[str, str]:
-    solution = (ROOT / "labs" / MEMORY_LAB / f"{MEMORY_LAB}.ipynb").read_text()
-    return {
-        "reference": solution,
-        "untouched": released,
-    }
-
-
-def run_grading(*args, root):
-    subprocess.run([sys.executable, "-m", "zerobook.grading", *args, "--root", str(root)],
-                   cwd=ROOT, check=True, timeout=900)
+    return {LAB: lab0, **reference_and_release([MEMORY_LAB, RING_LAB])(root)}
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """Release, submit each notebook, grade them all; return (course root, scores per part)."""
     root = tmp_path_factory.mktemp("course")
-    run_grading("release", root=root)
-    released = (root / "release" / LAB / f"{LAB}.ipynb").read_text()
-    memory_released = (root / "release" / MEMORY_LAB / f"{MEMORY_LAB}.ipynb").read_text()
-    plain = {lab: {"reference": (ROOT / "labs" / lab / f"{lab}.ipynb").read_text(),
-                   "untouched": (root / "release" / lab / f"{lab}.ipynb").read_text()}
-             for lab in (RING_LAB, ZERO_LAB, ZERO3_LAB)}
-    for lab, notebooks in ((LAB, submissions(released)), (MEMORY_LAB, memory_submissions(memory_released)),
-                           *plain.items()):
-        for student, notebook in notebooks.items():
-            folder = root / "submitted" / student / lab
-            folder.mkdir(parents=True)
-            (folder / f"{lab}.ipynb").write_text(notebook)
-    run_grading("grade", root=root)
+    round_trip(root, submissions)
     return (root, part_scores(root, LAB, PART_POINTS), part_scores(root, MEMORY_LAB, MEMORY_POINTS),
-            part_scores(root, RING_LAB, RING_POINTS), part_scores(root, ZERO_LAB, ZERO_POINTS),
-            part_scores(root, ZERO3_LAB, ZERO3_POINTS))
-
-
-def part_scores(root, lab, points) -> dict[str, dict[str, float]]:
-    """Student -> {grade_id: score} for `lab`, read from nbgrader's gradebook."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    scores = {}
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
-        for student in gradebook.students:
-            try:
-                submission = gradebook.find_submission_notebook(lab, lab, student.id)
-            except MissingEntry:
-                continue
-            scores[student.id] = {g.name: g.score for g in submission.grades if g.name in points}
-    return scores
+            part_scores(root, RING_LAB, RING_POINTS))
 
 
 def test_release_strips_solutions_and_hidden_tests(graded):
@@ -149,18 +105,6 @@ def test_memory_lab_reference_scores_full_marks_and_the_release_zero(graded):
 
 
 def test_ring_lab_reference_scores_full_marks_and_the_release_zero(graded):
-    *_, scores, _, _ = graded
+    *_, scores = graded
     assert scores["reference"] == RING_POINTS
     assert scores["untouched"] == {part: 0 for part in RING_POINTS}
-
-
-def test_zero_lab_reference_scores_full_marks_and_the_release_zero(graded):
-    *_, scores, _ = graded
-    assert scores["reference"] == ZERO_POINTS
-    assert scores["untouched"] == {part: 0 for part in ZERO_POINTS}
-
-
-def test_zero3_lab_reference_scores_full_marks_and_the_release_zero(graded):
-    *_, scores = graded
-    assert scores["reference"] == ZERO3_POINTS
-    assert scores["untouched"] == {part: 0 for part in ZERO3_POINTS}

@@ -1,0 +1,51 @@
+"""The grading round trip's moving parts, shared by the test files that run one (each in its
+own course directory, so that pytest-xdist can run them side by side)."""
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def run_grading(*args, root) -> None:
+    """`python -m zerobook.grading ARGS --root ROOT` (what `make release` / `make grade` run)."""
+    subprocess.run([sys.executable, "-m", "zerobook.grading", *args, "--root", str(root)],
+                   cwd=ROOT, check=True, timeout=900)
+
+
+def source(lab: str) -> str:
+    """The instructor notebook of `lab`, as JSON text (it is also the reference submission)."""
+    return (ROOT / "labs" / lab / f"{lab}.ipynb").read_text()
+
+
+def round_trip(root, submissions) -> None:
+    """Release every lab into `root`, submit `submissions(root)` ({lab: {student: notebook}}),
+    and grade them all in one call."""
+    run_grading("release", root=root)
+    for lab, notebooks in submissions(root).items():
+        for student, notebook in notebooks.items():
+            folder = root / "submitted" / student / lab
+            folder.mkdir(parents=True)
+            (folder / f"{lab}.ipynb").write_text(notebook)
+    run_grading("grade", root=root)
+
+
+def reference_and_release(labs):
+    """Submissions: each lab's instructor notebook ("reference") and its untouched release."""
+    return lambda root: {lab: {"reference": source(lab),
+                               "untouched": (root / "release" / lab / f"{lab}.ipynb").read_text()}
+                         for lab in labs}
+
+
+def part_scores(root, lab, points) -> dict[str, dict[str, float]]:
+    """Student -> {grade_id: score} for `lab`, read from nbgrader's gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    scores = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        for student in gradebook.students:
+            try:
+                submission = gradebook.find_submission_notebook(lab, lab, student.id)
+            except MissingEntry:
+                continue
+            scores[student.id] = {g.name: g.score for g in submission.grades if g.name in points}
+    return scores
