@@ -31,6 +31,8 @@ COLLECTIVES = {
     "broadcast": (0, "tensor", BUS_FACTORS["broadcast"]),
     "reduce": (0, "tensor", BUS_FACTORS["reduce"]),
 }
+# torch 2.13's new spellings (FSDP2 calls them) are recorded under the names they replace
+SAME_AS = {"reduce_scatter_single": "reduce_scatter_tensor", "all_gather_single": "all_gather_into_tensor"}
 
 
 @dataclass
@@ -115,7 +117,7 @@ class CommMeter:
         tensor = args[index] if len(args) > index else kwargs[keyword]  # FSDP2 passes keywords
         n = dist.get_world_size(kwargs.get("group"))
         size = tensor_bytes(tensor)
-        self.events.append(Event(name, size, None, n, size * factor(n), seconds))
+        self.events.append(Event(SAME_AS.get(name, name), size, None, n, size * factor(n), seconds))
 
     def bytes_sent(self) -> int:
         """Bytes this rank sent point to point (send and isend, inside batches too)."""

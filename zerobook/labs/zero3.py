@@ -27,7 +27,6 @@ from zerobook.zero.units import Unit
 PARTS = ["parity", "memory", "traffic", "order"]
 CONFIG = GPTConfig(vocab=100, hidden=64, layers=4, heads=4, seq_len=32)
 LR, STEPS, BATCH = 1e-3, 5, 4
-SAME_OP = {"reduce_scatter_single": "reduce_scatter_tensor", "all_gather_single": "all_gather_into_tensor"}
 
 
 def student_classes(student):
@@ -110,9 +109,7 @@ def traffic(student, me: zb.Rank) -> dict:
     model, zero = train("zero3", student, me, steps=1)
     with CommMeter() as meter:
         one_step("zero3", model, zero, me, 1)
-    sent = {}
-    for op, e in meter.summary().items():
-        sent[SAME_OP.get(op, op)] = sent.get(SAME_OP.get(op, op), 0) + e.get("bus_bytes", e["bytes"]) / 4
+    sent = {op: e.get("bus_bytes", e["bytes"]) / 4 for op, e in meter.summary().items()}
     return {"sent": sent, "padded": sum(u.flat.padded for u in zero.units)}
 
 
