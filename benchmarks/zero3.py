@@ -7,7 +7,9 @@ Launches zerobook.labs.zero3_speed with zb.torchrun (gloo on CPU, NCCL with one 
 prints rank 0's median seconds per step of each method, the ratios ours / FSDP2 without and with
 prefetch (goal <= 1.0), the overlap efficiency of our prefetch,
 (T_no_prefetch - T_prefetch) / min(T_comm, T_compute), with T_comm and T_compute summed from our
-no-prefetch run's events, and on a GPU the CUDA peak ratio ours / FSDP2. Timings on a shared
+no-prefetch run's events, what the machine lets overlap at all (one block's gather alone, its
+forward alone, both at once: the most any prefetch could hide), and on a GPU the CUDA peak ratio
+ours / FSDP2. Timings on a shared
 machine are noisy: a benchmark to read, not a test to pass.
 """
 import time
@@ -24,7 +26,8 @@ def overlap_efficiency(r: dict) -> float:
 
 def report(results: dict[int, dict]) -> str:
     first = next(iter(results.values()))
-    lines = [f"# ZeRO-3 step time, ours vs FSDP2 ({first['backend']}, {first['num_params']:,} parameters, fp32), "
+    lines = [f"# ZeRO-3 step time, ours vs FSDP2 ({first['backend']}, {first['num_params']:,} parameters, fp32, "
+             f"{first['batch']} sequences of {first['seq_len']} per rank), "
              f"{time.strftime('%Y-%m-%d')}", "",
              "| N | ours ms | ours + prefetch ms | FSDP2 ms | FSDP2 + prefetch ms |", "| --- | --- | --- | --- | --- |"]
     for n, r in results.items():
@@ -35,7 +38,10 @@ def report(results: dict[int, dict]) -> str:
         lines += [f"N = {n}: ours / FSDP2 = {m['ours'] / m['fsdp2']:.2f}, with prefetch "
                   f"{m['ours_prefetch'] / m['fsdp2_prefetch']:.2f} (goal <= 1.0)",
                   f"N = {n}: overlap efficiency of our prefetch = {overlap_efficiency(r):.2f} "
-                  f"(T_comm {r['lanes']['communication'] * 1e3:.1f} ms, T_compute {r['lanes']['computation'] * 1e3:.1f} ms)"]
+                  f"(T_comm {r['lanes']['communication'] * 1e3:.1f} ms, T_compute {r['lanes']['computation'] * 1e3:.1f} ms)",
+                  f"N = {n}: what this machine lets overlap at all: one block's gather {r['machine']['gather'] * 1e3:.1f} ms, "
+                  f"its forward {r['machine']['compute'] * 1e3:.1f} ms, both at once {r['machine']['both'] * 1e3:.1f} ms: "
+                  f"bound {r['machine']['bound']:.2f}"]
         if r["peak"]["ours"] is not None:
             lines.append(f"N = {n}: CUDA peak ours / FSDP2 = {r['peak']['ours'] / r['peak']['fsdp2']:.2f}, "
                          f"with prefetch {r['peak']['ours_prefetch'] / r['peak']['fsdp2_prefetch']:.2f}")

@@ -33,6 +33,15 @@ def test_output_is_free_of_torchrun_banners_and_rename_warnings():
     assert all(line.startswith("[rank") for line in result.log.splitlines())
 
 
+def test_the_profilers_own_log_lines_are_kept_out_of_the_output(capsys):
+    from zerobook.launch import _Stream
+    stream = _Stream(echo=True)
+    stream.add("[default0]:USDT:2026-11-21 18:40:40 7234:7234 SyncActivityProfilerHandler.cpp:52] profiler_start")
+    stream.add("[default0]:a line of the lab's own")
+    assert capsys.readouterr().out == "[rank0] a line of the lab's own\n"
+    assert stream.ranks == {0: ["a line of the lab's own"]}
+
+
 def test_a_script_path_runs_too(unique_target):
     script = unique_target("raise_on_rank.py")
     result = zb.torchrun(script, nproc=2, args=["--rank", "99"], echo=False)

@@ -29,6 +29,7 @@ from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 RANK_LINE = re.compile(r"^\[default(\d+)\]:(.*)$")  # torchrun --tee tags lines with the local rank
 TAIL_LINES = 25
+LIBRARY_LOG = re.compile(r"^(USDT|STAGE):\S+ \S+ \d+:\d+ \w+\.cpp:\d+\]")  # the profiler's own start/stop log
 
 
 class LaunchError(RuntimeError):
@@ -174,6 +175,9 @@ class _Stream:
             return
         rank, text = int(match.group(1)), match.group(2)
         text = re.sub(rf"^\[rank{rank}\]: ?", "", text)  # torch tags some lines itself
+        if LIBRARY_LOG.match(text):
+            self.agent.append(line)  # kept, not shown, like torchrun's banners
+            return
         self.ranks.setdefault(rank, []).append(text)
         tagged = f"[rank{rank}] {text}"
         self.log.append(tagged)

@@ -174,17 +174,20 @@ def timeline_chart(runs: dict[str, list]):
     return fig
 
 
-def gathered_bytes_chart(runs: dict[str, list], lines: dict[str, float]):
-    """Bytes of full (gathered) parameters over one step, per run (name -> events), in KiB."""
+def gathered_bytes_chart(runs: dict[str, list], lines: dict[str, float], kept: int = 0):
+    """Bytes of full (gathered) parameters over one step, per run (name -> events), in KiB, on
+    top of `kept` (the shards a rank keeps between steps); `lines`: label -> bytes, drawn across."""
     colors = [PALETTE["black"], PALETTE["blue"], PALETTE["orange"], PALETTE["green"]]
     fig, ax = plt.subplots(figsize=(7, 3.8))
     for (name, events), color in zip(runs.items(), colors):
-        ax.step([e[0] * 1e3 for e in events], [e[3] / 1024 for e in events], where="post", color=color, label=name)
-    for (label, value), style in zip(lines.items(), [":", "-.", "--"]):
+        ax.step([e[0] * 1e3 for e in events], [(kept + e[3]) / 1024 for e in events], where="post",
+                color=color, label=name)
+    for (label, value), style in zip(lines.items(), [":", "-.", "--", (0, (1, 3))]):
         ax.axhline(value / 1024, linestyle=style, color="grey", linewidth=1)
         ax.annotate(label, (0, value / 1024), textcoords="offset points", xytext=(2, 3), fontsize=8, color="dimgrey")
-    ax.set(xlabel="time since the step began (ms)", ylabel="full parameters allocated (KiB)",
-           title="Gathered parameters on rank 0 through one step")
+    what = "shards kept + full parameters gathered" if kept else "full parameters allocated"
+    ax.set(xlabel="time since the step began (ms)", ylabel=f"{what} (KiB)",
+           title="Model-state bytes on rank 0 through one step" if kept else "Gathered parameters on rank 0 through one step")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig

@@ -1,12 +1,16 @@
 """Our ZeRO-3 and PyTorch's FSDP2 (`fully_shard`) on the same model, seed and data.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.fsdp2_side_by_side
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.fsdp2_side_by_side --dtype bfloat16
 
 Both shard one unit per transformer block plus the root, reshard after forward (the root kept, as
-FSDP2 does), and run the same AdamW in fp32. Reported by every rank, per method: the loss at every
-step, the final weights' largest difference from DDP, the traffic of the last step (the meter
-wraps torch.distributed's Python calls, which FSDP2's collectives go through), and the median
-step time.
+FSDP2 does), and run the same AdamW. In fp32 everything is fp32. In bf16 (`--dtype bfloat16`) we
+keep bf16 weights and gradient shards beside an fp32 master; FSDP2 keeps fp32 sharded parameters
+and casts them to bf16 as it gathers (`MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=bf16)`);
+DDP is `MixedPrecisionAdamW`. All start from the same bf16-representable weights. Reported by
+every rank, per method: the loss at every step, the final weights' largest difference from DDP,
+the traffic of the last step (the meter wraps torch.distributed's Python calls, which FSDP2's
+collectives go through), the bytes the rank keeps (weights, gradients, optimizer state: local
+shards of FSDP2's DTensors, counted once per storage), and the median step time.
 """
 import argparse
 import statistics
@@ -14,41 +18,61 @@ import time
 
 import torch
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 import zerobook as zb
+from zerobook import measure
 from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.precision import MixedPrecisionAdamW
 from zerobook.zero import Zero3AdamW
 
 LR, BATCH = 1e-3, 4
 
 
-def build(method: str, config: GPTConfig, me: zb.Rank):
+def fully_shard_blocks(model, me: zb.Rank, dtype) -> None:
+    """FSDP2 on every block, then the root; bf16 compute and reduce-scatter when dtype is bf16."""
+    mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
+    mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=dtype) if dtype != torch.float32 else None
+    for module in [*model.blocks, model]:
+        fully_shard(module, mesh=mesh, **({"mp_policy": mp} if mp else {}))
+
+
+def build(method: str, config: GPTConfig, dtype, me: zb.Rank):
     """(model, optimizer, reduce) for one method, from seed 0; reduce averages DDP's gradients."""
     torch.manual_seed(0)
-    model = GPT(config).to(me.device)
+    model = GPT(config).to(dtype).to(me.device)  # weights rounded to `dtype` for every method
     if method == "ours":
         return model, Zero3AdamW(model, unit_types=(Block,), lr=LR), None
     if method == "fsdp2":
-        mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
-        for block in model.blocks:
-            fully_shard(block, mesh=mesh)
-        fully_shard(model, mesh=mesh)
+        model.float()  # FSDP2 keeps the fp32 shard itself and casts to `dtype` when it gathers
+        fully_shard_blocks(model, me, dtype)
+    if dtype != torch.float32 and method == "ddp":
+        return model, MixedPrecisionAdamW(model.parameters(), lr=LR, weight_decay=0.01), average_gradients
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     return model, optimizer, (average_gradients if method == "ddp" else None)
 
 
-def full_weights(method: str, model, optimizer) -> torch.Tensor:
+def kept_bytes(method: str, model, optimizer) -> int:
+    """Bytes of weights, gradients and optimizer state this rank holds after a step."""
+    if method == "ours":
+        return measure.unique_bytes(optimizer.persistent_tensors())
+    local = lambda t: t.to_local() if hasattr(t, "to_local") else t  # noqa: E731  a DTensor's shard
+    tensors = [local(p) for p in model.parameters()] + [local(p.grad) for p in model.parameters()]
+    return measure.unique_bytes(tensors + [local(t) for t in measure.optimizer_tensors(optimizer)])
+
+
+def full_weights(method: str, model, optimizer, dtype) -> torch.Tensor:
+    """Every weight as the forward uses it (FSDP2's fp32 shards cast to `dtype`, as it gathers)."""
     if method == "ours":
         optimizer.gather_all()
     tensors = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
-    return torch.cat([t.detach().float().reshape(-1).cpu() for t in tensors])
+    return torch.cat([t.detach().to(dtype).float().reshape(-1).cpu() for t in tensors])
 
 
-def train(method: str, config: GPTConfig, steps: int, me: zb.Rank) -> dict:
-    model, optimizer, reduce = build(method, config, me)
+def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dict:
+    model, optimizer, reduce = build(method, config, dtype, me)
     losses, seconds = [], []
     for step in range(steps):
         tokens = random_batch(config, BATCH * me.world_size, seed=step)[me.rank * BATCH:(me.rank + 1) * BATCH]
@@ -59,10 +83,11 @@ def train(method: str, config: GPTConfig, steps: int, me: zb.Rank) -> dict:
             if reduce is not None:
                 reduce(model)
             optimizer.step()
+        kept = kept_bytes(method, model, optimizer)
         optimizer.zero_grad()
         seconds.append(time.perf_counter() - start)
         losses.append(loss.item())
-    return {"losses": losses, "weights": full_weights(method, model, optimizer),
+    return {"losses": losses, "weights": full_weights(method, model, optimizer, dtype), "kept_bytes": kept,
             "traffic": meter.summary(), "seconds": statistics.median(seconds[1:] or seconds)}
 
 
@@ -70,14 +95,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     cli = parser.parse_args()
     me = zb.setup()
-    config = GPTConfig(vocab=128, hidden=64, layers=cli.layers, heads=4, seq_len=32)
-    runs = {m: train(m, config, cli.steps, me) for m in ("ddp", "ours", "fsdp2")}
+    config, dtype = GPTConfig(vocab=128, hidden=64, layers=cli.layers, heads=4, seq_len=32), getattr(torch, cli.dtype)
+    runs = {m: train(m, config, dtype, cli.steps, me) for m in ("ddp", "ours", "fsdp2")}
     reference = runs["ddp"]["weights"]
     for run in runs.values():
         run["diff"] = (run.pop("weights") - reference).abs().max().item()
-    zb.report(runs=runs, weight_scale=reference.abs().max().item(),
+    zb.report(runs=runs, weight_scale=reference.abs().max().item(), dtype=cli.dtype,
               num_params=sum(p.numel() for p in GPT(config).parameters()))
 
 

@@ -11,6 +11,7 @@ waiting for communication and computing (for the overlap efficiency).
 """
 import argparse
 import statistics
+import time
 
 import torch
 from torch.distributed.device_mesh import init_device_mesh
@@ -52,6 +53,40 @@ def peak_bytes(model, optimizer, batch) -> int | None:
     return torch.cuda.max_memory_allocated()
 
 
+def seconds(fn, rounds: int = 10) -> float:
+    """Median seconds of fn() over `rounds` calls, after a warm-up call."""
+    fn()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+@torch.no_grad()
+def machine_overlap(zero: Zero3AdamW, block: torch.nn.Module, x: torch.Tensor) -> dict:
+    """What this machine lets overlap at all: one block's all-gather alone, its forward alone,
+    and both at once (the gather async on gloo's/NCCL's own thread or stream); bound =
+    (t_gather + t_compute - t_both) / min(t_gather, t_compute), the most any prefetch could hide."""
+    unit, computing = zero.units[1], zero.units[-1]  # the first block gathers, the last computes
+    if unit is computing:
+        raise ValueError("machine_overlap needs at least two blocks")
+    def gather():  # noqa: E306
+        unit.wait_gather()
+        unit.free()
+    def both():  # noqa: E306
+        unit.start_gather()
+        block.forward(x)  # .forward: without Zero3AdamW's hooks, which would gather and free it
+        unit.wait_gather()
+        unit.free()
+    computing.wait_gather()  # gathered throughout
+    out = {"gather": seconds(gather), "compute": seconds(lambda: block.forward(x)), "both": seconds(both)}
+    computing.free()
+    out["bound"] = (out["gather"] + out["compute"] - out["both"]) / min(out["gather"], out["compute"])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hidden", type=int, default=256)
@@ -66,18 +101,22 @@ def main() -> None:
     built = {m: build(m, config, me) for m in METHODS}
     for m in METHODS:
         timed_steps(*built[m], batch, 1)  # warm-up
-    seconds = {m: [] for m in METHODS}
+    times = {m: [] for m in METHODS}
     for _ in range(cli.rounds):
         for m in METHODS:
-            seconds[m] += timed_steps(*built[m], batch, cli.steps)
+            times[m] += timed_steps(*built[m], batch, cli.steps)
     built["ours"][1].events = []  # one more step without prefetch, for its timeline alone
     timed_steps(*built["ours"], batch, 1)
+    model, zero = built["ours"]
+    x = torch.randn(cli.batch, config.seq_len, config.hidden, device=me.device)
+    machine = machine_overlap(zero, model.blocks[-1], x)
     bars = timeline_bars(built["ours"][1].events)
     lanes = {lane: sum(end - start for kind, start, end, _ in bars if kind == lane)
              for lane in ("communication", "computation")}
-    zb.report(median={m: statistics.median(s) for m, s in seconds.items()}, lanes=lanes,
+    zb.report(median={m: statistics.median(s) for m, s in times.items()}, lanes=lanes, machine=machine,
               peak={m: peak_bytes(*built[m], batch) for m in METHODS},
-              num_params=sum(p.numel() for p in GPT(config).parameters()), backend=me.backend)
+              num_params=sum(p.numel() for p in GPT(config).parameters()), backend=me.backend,
+              batch=cli.batch, seq_len=config.seq_len)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,16 @@ CONFIGS = {  # name -> Zero3AdamW's prefetch options
     "forward": {"forward_prefetch": True},
     "pre": {"forward_prefetch": True, "backward_prefetch": "pre"},
     "post": {"forward_prefetch": True, "backward_prefetch": "post"},
-    "pre_limit2": {"forward_prefetch": True, "backward_prefetch": "pre", "max_gathered": 2},
+    "pre_only": {"backward_prefetch": "pre"},
+    "post_only": {"backward_prefetch": "post"},
+    "depth2": {"forward_prefetch": True, "backward_prefetch": "pre", "prefetch_depth": 2},
+    "depth2_limit2": {"forward_prefetch": True, "backward_prefetch": "pre", "prefetch_depth": 2, "max_gathered": 2},
 }
 
 
-def train(options: dict, config: GPTConfig, steps: int, batch: int, me: zb.Rank) -> dict:
+def train(options: dict, config: GPTConfig, steps: int, batch: int, me: zb.Rank, dtype=torch.float32) -> dict:
     torch.manual_seed(0)
-    model = GPT(config).to(me.device)
+    model = GPT(config).to(dtype).to(me.device)
     zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3, **options)
     seconds = []
     for step in range(steps):
@@ -49,6 +52,23 @@ def train(options: dict, config: GPTConfig, steps: int, batch: int, me: zb.Rank)
             "unit_bytes": {u.name: u.full_bytes for u in zero.units}}
 
 
+def chrome_trace(options: dict, config: GPTConfig, batch: int, path: str, me: zb.Rank) -> list[str]:
+    """Profile one step (after a warm-up) with torch.profiler, write its Chrome trace to `path`,
+    and return the names of our ranges and of the collectives recorded in it."""
+    torch.manual_seed(0)
+    model = GPT(config).to(me.device)
+    zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3, **options)
+    tokens = random_batch(config, batch, seed=me.rank).to(me.device)
+    for step in range(2):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+            next_token_loss(model, tokens).backward()
+            zero.step()
+            zero.zero_grad()
+    profiler.export_chrome_trace(path)
+    names = {e.name for e in profiler.events()}
+    return sorted(n for n in names if n.startswith("zero3 ") or "gather" in n or "scatter" in n)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--configs", default="none,forward,pre,post")
@@ -56,14 +76,22 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--trace", help="also write a Chrome trace of one step of the first config "
+                        "to TRACE/trace_rank<r>.json (open in chrome://tracing or ui.perfetto.dev)")
     cli = parser.parse_args()
     me = zb.setup()
     config = GPTConfig(vocab=256, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=64)
-    runs = {name: train(CONFIGS[name], config, cli.steps, cli.batch, me) for name in cli.configs.split(",")}
+    dtype = getattr(torch, cli.dtype)
+    runs = {name: train(CONFIGS[name], config, cli.steps, cli.batch, me, dtype) for name in cli.configs.split(",")}
     first = next(iter(runs.values()))["weights"]
     for run in runs.values():
         run["diff"] = (run.pop("weights") - first).abs().max().item()
-    zb.report(runs=runs, num_params=sum(p.numel() for p in GPT(config).parameters()))
+    trace = None
+    if cli.trace:
+        path = f"{cli.trace}/trace_rank{me.rank}.json"
+        trace = {"path": path, "names": chrome_trace(CONFIGS[cli.configs.split(",")[0]], config, cli.batch, path, me)}
+    zb.report(runs=runs, trace=trace, num_params=sum(p.numel() for p in GPT(config).parameters()))
 
 
 if __name__ == "__main__":

@@ -18,9 +18,16 @@ import time
 import torch
 import torch.distributed as dist
 
+from torch.profiler import record_function
+
 from zerobook.precision import param_groups
 from zerobook.zero.master import MasterShard
 from zerobook.zero.units import Unit, wrap_policy
+
+
+SPANS = {"gather": "wait all-gather", "compute": "forward", "gather (backward)": "wait all-gather",
+         "backward": "backward", "reduce-scatter": "reduce-scatter"}  # event -> range it opens
+SPAN_ENDS = {"compute", "computed", "backward", "reduce-scatter", "reduced"}  # events that close one
 
 
 class Zero3AdamW(MasterShard):
@@ -29,12 +36,14 @@ class Zero3AdamW(MasterShard):
     def __init__(self, model: torch.nn.Module, unit_types: tuple = (), lr: float = 1e-3, betas=(0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.01, groups=None, group=None,
                  reshard_root: bool = False, forward_prefetch: bool = False,
-                 backward_prefetch: str | None = None, max_gathered: int | None = None, unit_cls=Unit):
+                 backward_prefetch: str | None = None, max_gathered: int | None = None,
+                 prefetch_depth: int = 1, unit_cls=Unit):
         self.group, self.world_size = group, dist.get_world_size(group)
         self.units = [unit_cls(name, params, group) for name, params in wrap_policy(model, unit_types)]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
-        self._prefetch_plan(forward_prefetch, backward_prefetch, max_gathered)
+        self._prefetch_plan(forward_prefetch, backward_prefetch, max_gathered, prefetch_depth)
         self.events: list[tuple] = []  # (seconds, what, unit, gathered bytes): the timeline
+        self.spans: dict[str, record_function] = {}  # open profiler ranges, for a Chrome trace
         groups = param_groups(groups or model.parameters())
         self.build_master(torch.cat([u.shard for u in self.units]), self._runs(groups), groups,
                           lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
@@ -50,30 +59,36 @@ class Zero3AdamW(MasterShard):
             offset += unit.shard.numel()
         return runs
 
-    def _prefetch_plan(self, forward: bool, backward: str | None, max_gathered: int | None) -> None:
+    def _prefetch_plan(self, forward: bool, backward: str | None, max_gathered: int | None, depth: int) -> None:
         """Units run forward in the order of model.named_modules() (a stack of blocks does), and
         backward in reverse, the root first (its output, the logits, is where backward starts).
         backward: "pre" gathers the next unit when the current one's backward starts (more
         overlap, one more unit in memory), "post" when its gradients are done, None never.
+        depth: how many units ahead to prefetch (FSDP2's set_modules_to_*_prefetch with that many).
         max_gathered: skip a prefetch that would leave more non-root units gathered than this."""
         if backward not in (None, "pre", "post"):
             raise ValueError(f"backward_prefetch must be None, 'pre' or 'post', not {backward!r}")
+        if depth < 1 or (max_gathered is not None and max_gathered < 1):
+            raise ValueError(f"prefetch_depth and max_gathered must be >= 1, not {depth} and {max_gathered}")
         blocks = [u for u in self.units if u.name != "root"]
         root = [u for u in self.units if u.name == "root"]
         self.forward_order, self.backward_order = root + blocks, root + blocks[::-1]
         self.forward_prefetch, self.backward_prefetch, self.max_gathered = forward, backward, max_gathered
+        self.prefetch_depth = depth
 
     def _prefetch_after(self, unit: Unit, order: list) -> None:
-        """Start gathering the unit after `unit` in `order` (async), unless the limit says no."""
-        index = order.index(unit) + 1
-        if index == len(order) or order[index].gathered or order[index].pending is not None:
-            return
-        gathered = sum(u.gathered for u in self.units if u.name != "root")
-        if self.max_gathered is not None and gathered >= self.max_gathered:
-            self._log("prefetch skipped", order[index])
-            return
-        self._log("prefetch", order[index])
-        order[index].start_gather()
+        """Start gathering the `prefetch_depth` units after `unit` in `order` (async), nearest
+        first, unless the limit says no."""
+        index = order.index(unit)
+        for later in order[index + 1:index + 1 + self.prefetch_depth]:
+            if later.gathered or later.pending is not None:
+                continue
+            gathered = sum(u.gathered for u in self.units if u.name != "root")
+            if self.max_gathered is not None and gathered >= self.max_gathered:
+                self._log("prefetch skipped", later)
+                return
+            self._log("prefetch", later)
+            later.start_gather()
 
     def _install(self, model: torch.nn.Module, unit_types: tuple) -> None:
         """Forward pre/post hooks on each unit's module; a post-accumulate-grad hook per parameter."""
@@ -87,9 +102,16 @@ class Zero3AdamW(MasterShard):
                     lambda p, unit=unit, offset=offset: self._on_grad(unit, p, offset))
 
     def _log(self, what: str, unit: Unit) -> None:
-        """An event of the timeline, with the bytes of full parameters allocated right now."""
+        """An event of the timeline, with the bytes of full parameters allocated right now; the
+        events that open or close a phase also open or close a torch.profiler range (a Chrome
+        trace then shows "zero3 forward blocks.0" beside the collectives torch records)."""
         gathered = sum(u.flat.flat.untyped_storage().nbytes() for u in self.units)
         self.events.append((time.perf_counter(), what, unit.name, gathered))
+        if what in SPAN_ENDS and unit.name in self.spans:
+            self.spans.pop(unit.name).__exit__(None, None, None)
+        if what in SPANS:
+            span = self.spans[unit.name] = record_function(f"zero3 {SPANS[what]} {unit.name}")
+            span.__enter__()
 
     def _before_forward(self, unit: Unit) -> None:
         self._log("gather", unit)
