@@ -42,6 +42,8 @@ def report(results: dict[int, dict]) -> str:
                   f"N = {n}: what this machine lets overlap at all: one block's gather {r['machine']['gather'] * 1e3:.1f} ms, "
                   f"its forward {r['machine']['compute'] * 1e3:.1f} ms, both at once {r['machine']['both'] * 1e3:.1f} ms: "
                   f"bound {r['machine']['bound']:.2f}"]
+        lines.append(f"N = {n}: bytes kept per rank (weights, gradients, AdamW; counted on tensors) ours / FSDP2 = "
+                     f"{r['kept']['ours'] / r['kept']['fsdp2']:.3f}")
         if r["peak"]["ours"] is not None:
             lines.append(f"N = {n}: CUDA peak ours / FSDP2 = {r['peak']['ours'] / r['peak']['fsdp2']:.2f}, "
                          f"with prefetch {r['peak']['ours_prefetch'] / r['peak']['fsdp2_prefetch']:.2f}")

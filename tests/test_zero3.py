@@ -95,6 +95,7 @@ def test_ours_and_fsdp2_train_alike_and_send_the_same_bytes(world_size):
         traffic = {m: {op: (e["calls"], e["bytes"]) for op, e in runs[m]["traffic"].items()}
                    for m in ("ours", "fsdp2")}
         assert traffic["ours"] == traffic["fsdp2"]
+        assert runs["ours"]["kept_bytes"] == pytest.approx(runs["fsdp2"]["kept_bytes"], rel=0.01)  # 16 P/N each
 
 
 def test_in_bf16_ours_and_fsdp2_mixed_precision_keep_16_bytes_per_parameter_over_n():

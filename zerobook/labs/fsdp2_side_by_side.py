@@ -56,7 +56,7 @@ def build(method: str, config: GPTConfig, dtype, me: zb.Rank):
 
 def kept_bytes(method: str, model, optimizer) -> int:
     """Bytes of weights, gradients and optimizer state this rank holds after a step."""
-    if method == "ours":
+    if method.startswith("ours"):
         return measure.unique_bytes(optimizer.persistent_tensors())
     local = lambda t: t.to_local() if hasattr(t, "to_local") else t  # noqa: E731  a DTensor's shard
     tensors = [local(p) for p in model.parameters()] + [local(p.grad) for p in model.parameters()]

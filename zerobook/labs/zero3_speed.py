@@ -6,7 +6,8 @@ The same GPT (one unit per block plus the root, fp32, AdamW) under: ours without
 with forward and backward ("pre") prefetch, FSDP2 with its defaults, FSDP2 with explicit forward
 and backward prefetch of the next block. Methods take turns, `--steps` timed steps each per
 round. Reported: median seconds per step, the CUDA allocator's peak per method on a GPU (None on
-CPU, which has no allocator statistics), and, from our no-prefetch run's events, the time spent
+CPU, which has no allocator statistics), the bytes of weights, gradients and optimizer state kept
+per rank (counted on the tensors), and, from our no-prefetch run's events, the time spent
 waiting for communication and computing (for the overlap efficiency).
 """
 import argparse
@@ -19,7 +20,8 @@ from torch.distributed.fsdp import fully_shard
 
 import zerobook as zb
 from zerobook.labs.zero_speed import timed_steps
-from zerobook.models import GPT, Block, GPTConfig, random_batch
+from zerobook.labs.fsdp2_side_by_side import kept_bytes
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.plots import timeline_bars
 from zerobook.zero import Zero3AdamW
 
@@ -51,6 +53,15 @@ def peak_bytes(model, optimizer, batch) -> int | None:
     torch.cuda.reset_peak_memory_stats()
     timed_steps(model, optimizer, batch, 1)
     return torch.cuda.max_memory_allocated()
+
+
+def bytes_kept(method: str, model, optimizer, batch) -> int:
+    """Weights, gradients and optimizer state this rank holds after one more step (tensors counted)."""
+    next_token_loss(model, batch).backward()
+    optimizer.step()
+    kept = kept_bytes(method, model, optimizer)
+    optimizer.zero_grad()
+    return kept
 
 
 def seconds(fn, rounds: int = 10) -> float:
@@ -115,6 +126,7 @@ def main() -> None:
              for lane in ("communication", "computation")}
     zb.report(median={m: statistics.median(s) for m, s in times.items()}, lanes=lanes, machine=machine,
               peak={m: peak_bytes(*built[m], batch) for m in METHODS},
+              kept={m: bytes_kept(m, *built[m], batch) for m in METHODS},
               num_params=sum(p.numel() for p in GPT(config).parameters()), backend=me.backend,
               batch=cli.batch, seq_len=config.seq_len)
 
