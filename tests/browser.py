@@ -3,6 +3,7 @@
 Where Chromium (or chromedriver) is missing the tests skip, saying why, unless
 REQUIRE_BROWSER=1 (as in CI), where they fail.
 """
+import json
 import os
 import shutil
 
@@ -25,12 +26,30 @@ def chromium() -> str:
     return found or missing("headless Chromium")
 
 
+# Every request that would leave the machine goes to a proxy that is not there, and every name
+# resolves to nothing: the book must work offline. The requests are still logged (performance log).
+OFFLINE = ["--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+           "--host-resolver-rules=MAP * ~NOTFOUND"]
+
+
 def driver(user_data_dir):
-    """A Selenium session on headless Chromium (no network use; chromedriver from Debian)."""
+    """A Selenium session on headless Chromium, offline, that logs the console and every request
+    (chromedriver from Debian)."""
     webdriver = pytest.importorskip("selenium.webdriver")
     path = shutil.which("chromedriver") or missing("chromedriver")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium()
-    for flag in [f for f in FLAGS if not f.startswith("--virtual-time")] + [f"--user-data-dir={user_data_dir}"]:
+    for flag in [f for f in FLAGS if not f.startswith("--virtual-time")] + OFFLINE + [f"--user-data-dir={user_data_dir}"]:
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     return webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=path))
+
+
+def requested_urls(browser) -> list[str]:
+    """URLs the page asked for since the last call (from the performance log)."""
+    messages = [json.loads(entry["message"])["message"] for entry in browser.get_log("performance")]
+    return [m["params"]["request"]["url"] for m in messages if m["method"] == "Network.requestWillBeSent"]
+
+
+def leaves_the_machine(url: str) -> bool:
+    return not url.startswith(("file:", "data:", "blob:", "about:", "chrome:", "chrome-extension:"))

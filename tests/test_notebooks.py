@@ -65,3 +65,40 @@ def test_rank_scripts_are_written_from_a_cell():
         writes = [c for c in load(path)["cells"]
                   if re.match(r"%%writefile \w+_student\.py", "".join(c["source"]))]
         assert writes, path.name
+
+
+CHAPTERS = [p for p in NOTEBOOKS if p.parts[-2] == "chapters"]
+
+
+def markdown(path) -> str:
+    return "\n".join("".join(c["source"]) for c in load(path)["cells"] if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_has_at_least_three_exercises_each_with_a_dropdown_answer(path):
+    text = markdown(path)
+    exercises = re.findall(r":::\{admonition\} Exercise \d+\n", text)
+    answers = re.findall(r":::\{admonition\} Answer\n:class: dropdown\n", text)
+    assert len(exercises) >= 3 and len(answers) == len(exercises), (len(exercises), len(answers))
+
+
+def test_every_reference_is_cited_where_it_is_used():
+    keys = re.findall(r"^@\w+\{([^,]+),", (ROOT / "book/references.bib").read_text(), re.M)
+    sources = [p.read_text() for p in CHAPTERS] + [p.read_text() for p in (ROOT / "book").glob("*.md")]
+    cited = {k.strip() for s in sources for group in re.findall(r"\{cite[pt]?\}`([^`]+)`", s) for k in group.split(",")}
+    assert keys and set(keys) <= cited, set(keys) - cited
+
+
+def test_every_glossary_term_is_linked_from_a_chapter():
+    glossary = (ROOT / "book/glossary.md").read_text().split("```{glossary}")[1].split("```")[0]
+    groups, group = [], []
+    for line in glossary.splitlines():  # a definition follows one or more lines of terms
+        if line and not line.startswith(" "):
+            group.append(line.strip())
+        elif line.startswith(" ") and group:
+            groups.append(group)
+            group = []
+    text = "\n".join(markdown(p) for p in CHAPTERS)
+    linked = {m.group(2) or m.group(1) for m in re.finditer(r"\{term\}`([^<`]+?)(?: <([^>]+)>)?`", text)}
+    unlinked = [g for g in groups if not set(g) & {t.strip() for t in linked}]
+    assert groups and not unlinked, unlinked

@@ -64,15 +64,17 @@ def bytes_kept(method: str, model, optimizer, batch) -> int:
     return kept
 
 
-def seconds(fn, rounds: int = 10) -> float:
-    """Median seconds of fn() over `rounds` calls, after a warm-up call."""
-    fn()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def interleaved_seconds(fns: dict, rounds: int = 20) -> dict:
+    """Median seconds of each fn(), the fns taking turns `rounds` times after a warm-up call each
+    (so that a slow spell of a shared machine falls on all of them alike)."""
+    times = {name: [] for name in fns}
+    for round_ in range(rounds + 1):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            if round_:
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 @torch.no_grad()
@@ -92,7 +94,7 @@ def machine_overlap(zero: Zero3AdamW, block: torch.nn.Module, x: torch.Tensor) -
         unit.wait_gather()
         unit.free()
     computing.wait_gather()  # gathered throughout
-    out = {"gather": seconds(gather), "compute": seconds(lambda: block.forward(x)), "both": seconds(both)}
+    out = interleaved_seconds({"gather": gather, "compute": lambda: block.forward(x), "both": both})
     computing.free()
     out["bound"] = (out["gather"] + out["compute"] - out["both"]) / min(out["gather"], out["compute"])
     return out
