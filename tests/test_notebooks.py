@@ -102,3 +102,8 @@ def test_every_glossary_term_is_linked_from_a_chapter():
     linked = {m.group(2) or m.group(1) for m in re.finditer(r"\{term\}`([^<`]+?)(?: <([^>]+)>)?`", text)}
     unlinked = [g for g in groups if not set(g) & {t.strip() for t in linked}]
     assert groups and not unlinked, unlinked
+
+
+def test_the_readme_pictures_exist():
+    pictures = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", (ROOT / "README.md").read_text())
+    assert len(pictures) >= 2 and all((ROOT / p).is_file() for p in pictures), pictures
