@@ -91,7 +91,15 @@ def _init_process_group(backend: str, world_size: int) -> None:
     """torchrun's env:// rendezvous; without torchrun, an in-process store for world size 1."""
     import torch.distributed as dist
 
-    if "RANK" in os.environ:
+    restart = env_int("TORCHELASTIC_RESTART_COUNT", 0)
+    if "RANK" in os.environ and restart and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        # torchrun restarted the job (--max-restarts): its store still holds the last attempt's
+        # addresses under the same keys, so this attempt rendezvouses under a prefix of its own.
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], env_int("MASTER_PORT", 0), is_master=False,
+                              timeout=collective_timeout())
+        dist.init_process_group(backend, store=dist.PrefixStore(f"zerobook/attempt_{restart}", store),
+                                rank=this_rank(), world_size=world_size, timeout=collective_timeout())
+    elif "RANK" in os.environ:
         dist.init_process_group(backend, timeout=collective_timeout())
     else:
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1,
@@ -140,6 +148,13 @@ def record_failure(summary: str, traceback_text: str, collective: str | None = N
         record = {"rank": this_rank(), "time": time.time(), "summary": summary,
                   "traceback": traceback_text, "collective": collective}
         _write_atomically(Path(folder) / f"rank{this_rank()}.error.json", json.dumps(record))
+
+
+def forget_failure() -> None:
+    """Remove this rank's failure record, if an earlier attempt of the run left one."""
+    folder = os.environ.get(REPORT_DIR_ENV)
+    if folder:
+        (Path(folder) / f"rank{this_rank()}.error.json").unlink(missing_ok=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:

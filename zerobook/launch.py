@@ -76,10 +76,11 @@ def resolve_target(target: str | os.PathLike) -> str:
     return text
 
 
-def torchrun_command(target: str, nproc: int, args, log_dir: str) -> list[str]:
+def torchrun_command(target: str, nproc: int, args, log_dir: str, max_restarts: int = 0) -> list[str]:
     """The exact command line: torchrun as a module of this interpreter, never a PATH binary."""
+    restarts = [f"--max-restarts={max_restarts}"] if max_restarts else []
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc}", "--tee=3", f"--log-dir={log_dir}",
+            f"--nproc-per-node={nproc}", *restarts, "--tee=3", f"--log-dir={log_dir}",
             "-m", "zerobook.rank_entry", target, *[str(a) for a in args]]
 
 
@@ -98,13 +99,15 @@ def run_env(report_dir: str, run_id: str, debug: bool, collective_timeout, extra
 
 def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bool = False,
              collective_timeout: float | None = None, backend: str | None = None,
-             echo: bool = True, env: dict | None = None) -> RunResult:
+             echo: bool = True, env: dict | None = None, max_restarts: int = 0) -> RunResult:
     """Launch `target` on `nproc` ranks and return their reports; raise LaunchError on failure.
 
     timeout: seconds for the whole run. debug: TORCH_DISTRIBUTED_DEBUG=DETAIL, so mismatched
     collectives fail at once, naming the collectives. collective_timeout: seconds a collective
     may wait for its peers (default: zerobook.dist.DEFAULT_COLLECTIVE_TIMEOUT_S). backend: force
-    "gloo" or "nccl". env: more environment variables for the ranks.
+    "gloo" or "nccl". env: more environment variables for the ranks. max_restarts: let torchrun
+    restart every rank this many times after a failure (elastic recovery); a run that recovers
+    returns normally, one that fails on its last attempt raises as usual.
     """
     if nproc < 1:
         raise ValueError(f"zb.torchrun: nproc must be >= 1, got {nproc}")
@@ -112,13 +115,14 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
     extra = dict(env or {}, **({BACKEND_ENV: backend} if backend else {}))
     with tempfile.TemporaryDirectory(prefix="zerobook-run-") as report_dir:
         run_id = uuid.uuid4().hex
-        command = torchrun_command(target, nproc, args, os.path.join(report_dir, "logs"))
+        command = torchrun_command(target, nproc, args, os.path.join(report_dir, "logs"), max_restarts)
         start = time.monotonic()
         stream = _Stream(echo)
         _run(command, run_env(report_dir, run_id, debug, collective_timeout, extra),
              run_id, start + timeout, stream, target)
         seconds = time.monotonic() - start
-        _raise_if_failed(report_dir, stream, target)
+        if not (max_restarts and stream.returncode == 0):  # a recovered run's failures are history
+            _raise_if_failed(report_dir, stream, target)
         ranks = [_read_json(Path(report_dir) / f"rank{r}.json") for r in range(nproc)]
     return RunResult(ranks=ranks, log="\n".join(stream.log), seconds=seconds, lines=stream.ranks)
 

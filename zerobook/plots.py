@@ -144,7 +144,7 @@ def timeline_bars(events: list) -> list[tuple[str, float, float, str]]:
     for t, what, unit, _ in events:
         if unit == "root":
             continue
-        if what in ("gather", "gather (backward)", "prefetch"):
+        if what in ("gather", "gather (backward)", "gather (recompute)", "prefetch"):
             issued.setdefault(unit, t)
         elif what in ("compute", "backward"):
             bars.append(("communication", issued.pop(unit), t, unit))

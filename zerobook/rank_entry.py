@@ -15,7 +15,7 @@ import sys
 import traceback
 import warnings
 
-from zerobook.dist import flush_streams, record_failure
+from zerobook.dist import flush_streams, forget_failure, record_failure
 
 # torch 2.13 renamed the tensor collectives; the old names still work and warn on every rank.
 RENAMED_COLLECTIVES = r".*is deprecated\. Please use `torch\.distributed\."
@@ -66,6 +66,7 @@ def main(argv: list[str]) -> None:
     if not argv:
         sys.exit("usage: python -m zerobook.rank_entry TARGET [ARGS...]")
     warnings.filterwarnings("ignore", message=RENAMED_COLLECTIVES, category=FutureWarning)
+    forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
     try:
         run_target(argv[0], argv[1:])
     except SystemExit as exc:

@@ -25,9 +25,16 @@ from zerobook.zero.master import MasterShard
 from zerobook.zero.units import Unit, wrap_policy
 
 
-SPANS = {"gather": "wait all-gather", "compute": "forward", "gather (backward)": "wait all-gather",
-         "backward": "backward", "reduce-scatter": "reduce-scatter"}  # event -> range it opens
+SPANS = {"gather": "wait all-gather", "gather (recompute)": "wait all-gather", "compute": "forward",
+         "gather (backward)": "wait all-gather", "backward": "backward",
+         "reduce-scatter": "reduce-scatter"}  # event -> the profiler range it opens
 SPAN_ENDS = {"compute", "computed", "backward", "reduce-scatter", "reduced"}  # events that close one
+
+
+def in_backward() -> bool:
+    """True while autograd's engine runs a backward pass (on this thread): a module's forward
+    called now is activation checkpointing recomputing it."""
+    return torch._C._current_graph_task_id() != -1
 
 
 class Zero3AdamW(MasterShard):
@@ -37,10 +44,11 @@ class Zero3AdamW(MasterShard):
                  eps: float = 1e-8, weight_decay: float = 0.01, groups=None, group=None,
                  reshard_root: bool = False, forward_prefetch: bool = False,
                  backward_prefetch: str | None = None, max_gathered: int | None = None,
-                 prefetch_depth: int = 1, unit_cls=Unit):
+                 prefetch_depth: int = 1, recompute_aware: bool = True, unit_cls=Unit):
         self.group, self.world_size = group, dist.get_world_size(group)
         self.units = [unit_cls(name, params, group) for name, params in wrap_policy(model, unit_types)]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
+        self.recompute_aware = recompute_aware  # False: the naive hooks the checkpointing chapter measures
         self._prefetch_plan(forward_prefetch, backward_prefetch, max_gathered, prefetch_depth)
         self.events: list[tuple] = []  # (seconds, what, unit, gathered bytes): the timeline
         self.spans: dict[str, record_function] = {}  # open profiler ranges, for a Chrome trace
@@ -124,16 +132,20 @@ class Zero3AdamW(MasterShard):
             span.__enter__()
 
     def _before_forward(self, unit: Unit) -> None:
-        self._log("gather", unit)
+        """Gather the unit (a forward run inside backward is activation checkpointing's
+        recomputation: no forward prefetch then, the next unit in forward order is done)."""
+        recompute = in_backward()
+        self._log("gather (recompute)" if recompute else "gather", unit)
         unit.wait_gather()
-        if self.forward_prefetch:
+        if self.forward_prefetch and not recompute:
             self._prefetch_after(unit, self.forward_order)
         self._log("compute", unit)
 
     def _after_forward(self, unit: Unit, output) -> None:
-        """Free the unit (unless kept), and hook its output so backward gathers it again first."""
+        """Free the unit (unless kept, or recomputed in backward, whose gradients need it next),
+        and hook its output so backward gathers it again first."""
         self._log("computed", unit)
-        if self.reshard[unit.name]:
+        if self.reshard[unit.name] and not (self.recompute_aware and in_backward()):
             unit.free()
         outputs = output if isinstance(output, (tuple, list)) else [output]
         tensors = [t for t in outputs if torch.is_tensor(t) and t.requires_grad]

@@ -40,6 +40,7 @@ class Unit:
         self.grad_buffer: torch.Tensor | None = None
         self.arrived = 0
         self.pending = None  # an all-gather in flight (prefetch)
+        self.gathers = 0  # all-gathers issued so far
         self.free()
 
     @property
@@ -55,6 +56,7 @@ class Unit:
         if self.gathered or self.pending is not None:
             return
         self.flat.flat.untyped_storage().resize_(self.full_bytes)
+        self.gathers += 1
         self.pending = dist.all_gather_into_tensor(self.flat.flat, self.shard, group=self.group, async_op=True)
 
     def wait_gather(self) -> None:
