@@ -129,11 +129,14 @@ def test_zero3_sends_three_psi_per_micro_batch_or_less_the_root_it_keeps(parity)
         assert sent["all_gather_into_tensor"] == micro * (2 * z["padded"] - kept) * share
 
 
-def test_zero3_keeps_sixteen_bytes_per_parameter_over_n():
+def test_zero3_keeps_sixteen_bytes_per_parameter_over_n_and_offload_moves_twelve_to_the_host():
     run = zb.torchrun("zerobook.labs.zero_parity", nproc=2, echo=False,
-                      args=["--dtype", "bfloat16", "--steps", "2", "--methods", "zero3"])
+                      args=["--dtype", "bfloat16", "--steps", "2", "--methods", "zero3,zero3_offload"])
     for report in run.ranks:
-        z = report["runs"]["zero3"]
+        z, offload = report["runs"]["zero3"], report["runs"]["zero3_offload"]
         assert z["diff"] <= 1e-2 * report["weight_scale"]
+        assert offload["diff"] == z["diff"]  # the same arithmetic, on the host
         shard = z["padded"] // 2
         assert z["persistent_bytes"] == (2 + 2 + 12) * shard + STEP_COUNTER_BYTES * z["runs"]
+        assert offload["resident_bytes"] == (2 + 2) * shard  # the 16-bit weight and gradient shards
+        assert offload["offloaded_bytes"] == 12 * shard + STEP_COUNTER_BYTES * z["runs"]

@@ -28,7 +28,7 @@ from zerobook.zero import ShardedOptimizer, Zero1AdamW, Zero2AdamW, Zero3AdamW
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
 LR, MAX_NORM, MICRO_BATCHES, MICRO_BATCH = 1e-3, 0.25, 2, 2
 BUCKET_NUMEL = 2**13  # small, so that this small model has several buckets
-ZERO = ("zero1", "zero2", "zero2_no_sync", "zero1_shard_norm", "zero3", "zero3_reshard_root")
+ZERO = ("zero1", "zero2", "zero2_no_sync", "zero1_shard_norm", "zero3", "zero3_reshard_root", "zero3_offload")
 
 
 def groups_of(model) -> list[dict]:
@@ -49,7 +49,8 @@ def optimizer_for(method: str, model):
         return Zero2AdamW(groups, lr=LR, bucket_numel=BUCKET_NUMEL)
     if method.startswith("zero3"):  # one unit per transformer block, and the root
         return Zero3AdamW(model, unit_types=(Block,), groups=groups, lr=LR,
-                          reshard_root=method == "zero3_reshard_root")
+                          reshard_root=method == "zero3_reshard_root",
+                          offload="cpu" if method == "zero3_offload" else None)  # host memory
     if method == "sharded":
         return ShardedOptimizer(groups, torch.optim.AdamW, lr=LR)
     optimizer = ZeroRedundancyOptimizer(groups[0]["params"], optimizer_class=torch.optim.AdamW,
@@ -122,6 +123,8 @@ def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dic
     if method.startswith("zero3"):
         out.update(padded=sum(u.flat.padded for u in optimizer.units),
                    persistent_bytes=measure.unique_bytes(optimizer.persistent_tensors()),
+                   resident_bytes=measure.unique_bytes(optimizer.resident_tensors()),
+                   offloaded_bytes=measure.unique_bytes(optimizer.offloaded_tensors()),
                    units={u.name: u.flat.padded for u in optimizer.units}, runs=len(optimizer.runs))
     elif method in ZERO:
         out.update(padded=optimizer.flat.padded, runs=len(optimizer.runs),

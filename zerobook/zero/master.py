@@ -14,15 +14,15 @@ import torch.distributed as dist
 from zerobook.measure import optimizer_tensors
 
 
-def clip_shards_(grad: torch.Tensor, max_norm: float, group=None) -> torch.Tensor:
+def clip_shards_(grad: torch.Tensor, max_norm: float, group=None, comm_device=None) -> torch.Tensor:
     """Scale this rank's gradient shard so that the *global* L2 norm is at most `max_norm`.
 
     Squares summed over the shard, one all-reduce (SUM) of that fp32 scalar, square root: every
     rank gets the same norm and the same scale. Returns the norm before clipping.
     """
-    squares = grad.pow(2).sum()
+    squares = grad.pow(2).sum().to(comm_device or grad.device)  # NCCL reduces device tensors only
     dist.all_reduce(squares, group=group)
-    norm = squares.sqrt()
+    norm = squares.sqrt().to(grad.device)
     grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
     return norm
 
@@ -31,10 +31,15 @@ class MasterShard:
     """fp32 master shard, AdamW over its runs, and the fp32 gradient shard between backward and step."""
 
     group = None
+    offload = None  # where the fp32 master and AdamW's state live, if not beside the shard
 
     def build_master(self, shard: torch.Tensor, runs: list, groups: list[dict], **adamw) -> None:
-        """`shard`: this rank's 16-bit shard; `runs`: (start, stop, group index) covering it."""
-        self.master, self.master_grad, self.runs = shard.float(), None, runs
+        """`shard`: this rank's 16-bit shard; `runs`: (start, stop, group index) covering it.
+        With `self.offload` set (ZeRO-Offload), the master, its gradient and AdamW's momentum and
+        variance live on that device — the host's memory — and the step runs there."""
+        self.shard_device = shard.device
+        master = shard.float() if self.offload is None else shard.to(self.offload).float()
+        self.master, self.master_grad, self.runs = master, None, runs
         out = [{**g, "params": []} for g in groups]
         self.pieces = [torch.nn.Parameter(self.master[a:b]) for a, b, _ in runs]  # views
         for piece, (_, _, index) in zip(self.pieces, runs):
@@ -49,7 +54,8 @@ class MasterShard:
     def reduced_grad(self) -> torch.Tensor:
         """This rank's averaged fp32 gradient shard, reduced once per step."""
         if self.master_grad is None:
-            self.master_grad = self.shard_grads().float()
+            grad = self.shard_grads()  # 16 bits over the host link when offloaded, then fp32 there
+            self.master_grad = (grad if self.offload is None else grad.to(self.offload)).float()
             for piece, (start, stop, _) in zip(self.pieces, self.runs):
                 piece.grad = self.master_grad[start:stop]
         return self.master_grad
@@ -62,7 +68,7 @@ class MasterShard:
         (SUM) of that one fp32 scalar gives every rank the same ||g||^2. A norm of the shard alone
         would give each rank its own scale, and the update would no longer be a clipped gradient.
         """
-        return clip_shards_(self.reduced_grad(), max_norm, self.group)
+        return clip_shards_(self.reduced_grad(), max_norm, self.group, self.shard_device)
 
     @torch.no_grad()
     def update_master(self) -> None:

@@ -44,18 +44,19 @@ class Zero3AdamW(MasterShard):
                  eps: float = 1e-8, weight_decay: float = 0.01, groups=None, group=None,
                  reshard_root: bool = False, forward_prefetch: bool = False,
                  backward_prefetch: str | None = None, max_gathered: int | None = None,
-                 prefetch_depth: int = 1, recompute_aware: bool = True, unit_cls=Unit):
+                 prefetch_depth: int = 1, recompute_aware: bool = True, offload=None, unit_cls=Unit):
         self.group, self.world_size = group, dist.get_world_size(group)
         self.units = [unit_cls(name, params, group) for name, params in wrap_policy(model, unit_types)]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
         self.recompute_aware = recompute_aware  # False: the naive hooks the checkpointing chapter measures
+        self.offload = None if offload is None else torch.device(offload)  # ZeRO-Offload: "cpu"
         self._prefetch_plan(forward_prefetch, backward_prefetch, max_gathered, prefetch_depth)
         self.events: list[tuple] = []  # (seconds, what, unit, gathered bytes): the timeline
         self.spans: dict[str, record_function] = {}  # open profiler ranges, for a Chrome trace
         groups = param_groups(groups or model.parameters())
         self.build_master(torch.cat([u.shard for u in self.units]), self._runs(groups), groups,
                           lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
-        if self.master.dtype == self.units[0].shard.dtype:
+        if self.master.dtype == self.units[0].shard.dtype and self.offload is None:
             self._share_master()
         self._install(model, unit_types)
 
@@ -194,9 +195,17 @@ class Zero3AdamW(MasterShard):
         for unit in self.units:
             unit.wait_gather()
 
-    def persistent_tensors(self):
-        """Everything this rank keeps between steps: 16-bit shards, gradient shards, optimizer."""
+    def offloaded_tensors(self):
+        """What ZeRO-Offload keeps in the host's memory: the fp32 master and AdamW's state."""
+        yield from self.state_tensors()
+
+    def resident_tensors(self):
+        """What stays beside the model (on its device): the 16-bit shards and gradient shards."""
         for unit in self.units:
             yield unit.shard
             yield unit.grad_shard
-        yield from self.state_tensors()
+
+    def persistent_tensors(self):
+        """Everything this rank keeps between steps: 16-bit shards, gradient shards, optimizer."""
+        yield from self.resident_tensors()
+        yield from self.offloaded_tensors()
