@@ -24,6 +24,7 @@ CHARTS = {
     "gradient_bytes": lambda: plots.gradient_bytes_chart({"ddp": [1, 2, 3]}, {"2Ψ": 3}, "title"),
     "timeline": lambda: plots.timeline_chart({"no prefetch": EVENTS}),
     "gathered_bytes": lambda: plots.gathered_bytes_chart({"no prefetch": EVENTS}, {"16Ψ/N": 5}, kept=5),
+    "scaling": lambda: plots.scaling_chart(7.5e9, [1, 2, 4], {2: 60e9}),
 }
 UNITS = ("(GB", "(KiB", "(ms", "(bytes", "(parameters", "GB ")
 GREYS = {"grey", "dimgrey", "white"}

@@ -191,3 +191,21 @@ def gathered_bytes_chart(runs: dict[str, list], lines: dict[str, float], kept: i
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig
+
+
+def scaling_chart(num_params: float, world_sizes, measured: dict[int, float]):
+    """Model-state bytes per GPU against N for each ZeRO stage (the calculator), with measured
+    bytes per rank (N -> bytes, scaled to `num_params`) drawn as points on the ZeRO-3 line."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for stage in memory.STAGES:
+        per_gpu = [memory.model_state_bytes(num_params, stage=stage, world_size=n).total / memory.GB
+                   for n in world_sizes]
+        ax.plot(world_sizes, per_gpu, color=STAGE_COLORS[stage], label=memory.STAGE_NAMES[stage])
+    ax.plot(list(measured), [b / memory.GB for b in measured.values()], "o", color=PALETTE["vermillion"],
+            label="ZeRO-3, measured here (bytes kept per rank, scaled)")
+    ax.set(xscale="log", yscale="log", xlabel="GPUs (data-parallel degree N)",
+           ylabel="model states per GPU (GB)", title=f"{num_params / 1e9:g}B parameters, mixed-precision AdamW")
+    ax.set_xticks(list(world_sizes), [str(n) for n in world_sizes])
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
