@@ -108,13 +108,22 @@ def test_lab3_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_poin
     assert "all_reduce" in traffic["zero1"] and "reduce_scatter_tensor" not in traffic["zero1"]
 
 
-def planted_lab4(tmp_path, name: str, old: str, new: str):
-    solution = lab_solution("zero3")
-    assert solution.count(old) == 1, old
-    student = tmp_path / name / "zero3_student.py"
+def planted(tmp_path, lab: str, name: str, old: str, new: str, *more: str) -> str:
+    """The lab's solution with `old` replaced by `new` (and each further pair in `more`), written
+    as a student's file."""
+    solution = lab_solution(lab)
+    pairs = [(old, new), *zip(more[::2], more[1::2])]
+    for a, b in pairs:
+        assert solution.count(a) == 1, a
+        solution = solution.replace(a, b)
+    student = tmp_path / name / f"{lab}_student.py"
     student.parent.mkdir()
-    student.write_text(solution.replace(old, new))
+    student.write_text(solution)
     return str(student)
+
+
+def planted_lab4(tmp_path, name: str, old: str, new: str):
+    return planted(tmp_path, "zero3", name, old, new)
 
 
 def test_lab4_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_path):
@@ -128,3 +137,32 @@ def test_lab4_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_
                         "        pass  # no prefetch\n")
     events = [tuple(e) for e in zb.grading.run_part("zero3", lazy, "order", nproc=2).ranks[0]["events"]]
     assert events.index(("gather issued", "blocks.1")) > events.index(("computed", "blocks.0"))
+
+
+def test_lab5_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
+    """FSDP2 set up almost right: without the policy it trains alike but sends fp32; without
+    set_modules_to_forward_prefetch each block is gathered only when it starts; with fully_shard on
+    the root alone the whole model is one unit."""
+    fp32 = planted(tmp_path, "fsdp2", "fp32", "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16)",
+                   "MixedPrecisionPolicy()")  # the defaults: no casting
+    sent = zb.grading.run_part("fsdp2", fp32, "traffic", nproc=2).ranks[0]
+    assert sent["student"]["all_gather_into_tensor"] > sent["ours"]["all_gather_into_tensor"]
+    lazy = planted(tmp_path, "fsdp2", "lazy", "block.set_modules_to_forward_prefetch(blocks[k + 1:k + 2])", "pass")
+    issued = zb.grading.run_part("fsdp2", lazy, "prefetch", nproc=2).ranks[0]["issued"]
+    assert issued["blocks.0"] < 3  # the root and block 0 only
+    whole = planted(tmp_path, "fsdp2", "whole", "    for block in model.blocks:\n        fully_shard(block, mesh=mesh, mp_policy=policy)\n", "",
+                    "    blocks = list(model.blocks)\n", "    blocks = []  # nothing to prefetch between\n")
+    assert zb.grading.run_part("fsdp2", whole, "memory", nproc=2).ranks[0]["units"] == ["root"]
+
+
+def test_an_untouched_student_file_fails_at_once_without_launching(tmp_path):
+    stub = tmp_path / "fsdp2_student.py"
+    stub.write_text('def shard(model, mesh):\n    """doc"""\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n'
+                    'def load(model, optimizer, path):\n    raise NotImplementedError()\n')
+    start = time.monotonic()
+    with pytest.raises(NotImplementedError, match="no function is implemented yet .shard, load"):
+        zb.grading.run_part("fsdp2", str(stub), "parity", nproc=2)
+    assert time.monotonic() - start < 1
+    partial = tmp_path / "partial.py"
+    partial.write_text("def shard(model, mesh):\n    return model\n\ndef load(m, o, p):\n    raise NotImplementedError()\n")
+    assert zb.grading.unimplemented(str(partial)) == ["load"]  # launched: the parts that need shard() still score

@@ -1,0 +1,145 @@
+"""Lab 5 harness: the student's production set-up — PyTorch's FSDP2 with mixed precision,
+prefetch and DCP checkpoints — graded against our ZeRO-3.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.fsdp2 --student fsdp2_student.py --part parity
+
+The student's file defines
+    shard(model, mesh)               fully_shard every Block and then the root, bf16 compute
+    prefetch(model)                  explicit forward (block k -> k+1) and backward (k -> k-1) prefetch
+    save(model, optimizer, path)     a DCP checkpoint of weights and optimizer state
+    load(model, optimizer, path)     read it back into this run's shards
+Parts: `parity` (5 steps, losses and weights against our Zero3AdamW in bf16), `memory` (bytes
+kept per rank after a step; which modules are FSDP units), `traffic` (bytes per collective of a
+step, against ours), `prefetch` (how many all-gathers were issued when each block's forward began),
+`checkpoint` (save after 2 steps, load into a fresh model: state digests and the next loss).
+"""
+import tempfile
+from pathlib import Path
+
+import torch
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import FSDPModule
+
+import zerobook as zb
+from zerobook.comm import CommMeter
+from zerobook.labs.dcp_resume import state_digests
+from zerobook.labs.fsdp2_side_by_side import kept_bytes
+from zerobook.labs.harness import call_student, load_student, parse_args
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.zero import Zero3AdamW
+
+PARTS = ["parity", "memory", "traffic", "prefetch", "checkpoint"]
+CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
+LR, STEPS, BATCH = 1e-3, 5, 4
+
+
+def student_model(student, me: zb.Rank):
+    """The student's FSDP2 model (from the same bf16-representable weights as ours) and AdamW."""
+    torch.manual_seed(0)
+    model = GPT(CONFIG).to(torch.bfloat16).float().to(me.device)
+    mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
+    model = call_student(student, "shard", model, mesh) or model
+    call_student(student, "prefetch", model)
+    return model, torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
+
+
+def our_model(me: zb.Rank):
+    torch.manual_seed(0)
+    model = GPT(CONFIG).to(torch.bfloat16).to(me.device)
+    return model, Zero3AdamW(model, unit_types=(Block,), lr=LR, weight_decay=0.01)
+
+
+def step(model, optimizer, index: int, me: zb.Rank) -> float:
+    tokens = random_batch(CONFIG, BATCH * me.world_size, seed=index)[me.rank * BATCH:(me.rank + 1) * BATCH]
+    loss = next_token_loss(model, tokens.to(me.device))
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.item()
+
+
+def weights(model, optimizer) -> torch.Tensor:
+    if isinstance(optimizer, Zero3AdamW):
+        optimizer.gather_all()
+    full = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
+    return torch.cat([t.detach().to(torch.bfloat16).float().reshape(-1).cpu() for t in full])
+
+
+def parity(student, me: zb.Rank) -> dict:
+    runs = {"ours": our_model(me), "student": student_model(student, me)}
+    losses = {name: [step(*built, i, me) for i in range(STEPS)] for name, built in runs.items()}
+    final = {name: weights(*built) for name, built in runs.items()}
+    return {"losses": losses, "diff": (final["student"] - final["ours"]).abs().max().item(),
+            "weight_scale": final["ours"].abs().max().item()}
+
+
+def memory(student, me: zb.Rank) -> dict:
+    model, optimizer = student_model(student, me)
+    tokens = random_batch(CONFIG, BATCH, seed=me.rank).to(me.device)
+    next_token_loss(model, tokens).backward()
+    optimizer.step()
+    return {"kept": kept_bytes("fsdp2", model, optimizer), "num_params": sum(p.numel() for p in GPT(CONFIG).parameters()),
+            "units": [name or "root" for name, m in model.named_modules() if isinstance(m, FSDPModule)],
+            "blocks": [name for name, m in model.named_modules() if isinstance(m, Block)]}
+
+
+def traffic(student, me: zb.Rank) -> dict:
+    sent = {}
+    for name, built in (("ours", our_model(me)), ("student", student_model(student, me))):
+        step(*built, 0, me)  # FSDP2 initialises lazily in its first forward
+        with CommMeter() as meter:
+            step(*built, 1, me)
+        sent[name] = {op: e["bytes"] for op, e in meter.summary().items()}
+    return sent
+
+
+def prefetch(student, me: zb.Rank) -> dict:
+    """All-gathers issued before each block's forward began (a hook registered after FSDP2's)."""
+    model, optimizer = student_model(student, me)
+    step(model, optimizer, 0, me)
+    issued, blocks = {}, [(name, m) for name, m in model.named_modules() if isinstance(m, Block)]
+
+    def count(name: str) -> None:  # a forward pre-hook must return None (else it replaces the input)
+        issued.setdefault(name, sum(e.op.startswith("all_gather") for e in meter.events))
+
+    with CommMeter() as meter:
+        hooks = [m.register_forward_pre_hook(lambda mod, args, name=name: count(name)) for name, m in blocks]
+        step(model, optimizer, 1, me)
+    for hook in hooks:
+        hook.remove()
+    return {"issued": issued, "blocks": [name for name, _ in blocks]}
+
+
+def checkpoint(student, me: zb.Rank) -> dict:
+    model, optimizer = student_model(student, me)
+    for i in range(2):
+        step(model, optimizer, i, me)
+    folder = tempfile.mkdtemp(prefix="lab5-") if me.rank == 0 else None
+    folder = Path(broadcast_text(folder, me))
+    call_student(student, "save", model, optimizer, str(folder / "ckpt"))
+    before = state_digests(model, optimizer)
+    continued = step(model, optimizer, 2, me)
+    fresh, fresh_optimizer = student_model(student, me)
+    step(fresh, fresh_optimizer, 5, me)  # a different state, to be overwritten by the load
+    call_student(student, "load", fresh, fresh_optimizer, str(folder / "ckpt"))
+    return {"saved": before, "loaded": state_digests(fresh, fresh_optimizer),
+            "continued": continued, "resumed": step(fresh, fresh_optimizer, 2, me)}
+
+
+def broadcast_text(text, me: zb.Rank) -> str:
+    """Rank 0's string on every rank (the checkpoint folder must be one path for all)."""
+    box = [text]
+    torch.distributed.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def main() -> None:
+    cli = parse_args(PARTS)
+    me = zb.setup()
+    student = load_student(cli.student)
+    parts = {"parity": parity, "memory": memory, "traffic": traffic, "prefetch": prefetch, "checkpoint": checkpoint}
+    zb.report(**parts[cli.part](student, me))
+
+
+if __name__ == "__main__":
+    main()
