@@ -17,10 +17,10 @@ def source(lab: str) -> str:
     return (ROOT / "labs" / lab / f"{lab}.ipynb").read_text()
 
 
-def round_trip(root, submissions) -> None:
-    """Release every lab into `root`, submit `submissions(root)` ({lab: {student: notebook}}),
-    and grade them all in one call."""
-    run_grading("release", root=root)
+def round_trip(root, submissions, labs) -> None:
+    """Release `labs` into `root`, submit `submissions(root)` ({lab: {student: notebook}}), and
+    grade them all in one call."""
+    run_grading("release", "--only", *labs, root=root)
     for lab, notebooks in submissions(root).items():
         for student, notebook in notebooks.items():
             folder = root / "submitted" / student / lab

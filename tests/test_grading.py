@@ -46,7 +46,7 @@ def submissions(root) -> dict[str, dict[str, str]]:
 def graded(tmp_path_factory):
     """Release, submit each notebook, grade them all; return (course root, scores per part)."""
     root = tmp_path_factory.mktemp("course")
-    round_trip(root, submissions)
+    round_trip(root, submissions, [LAB, MEMORY_LAB, RING_LAB])
     return (root, part_scores(root, LAB, PART_POINTS), part_scores(root, MEMORY_LAB, MEMORY_POINTS),
             part_scores(root, RING_LAB, RING_POINTS))
 

@@ -11,7 +11,7 @@ POINTS = {"fsdp2": {"test_parity": 3, "test_memory": 2, "test_traffic": 2, "test
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
-    round_trip(root, reference_and_release(POINTS))
+    round_trip(root, reference_and_release(POINTS), list(POINTS))
     return part_scores(root, "fsdp2", POINTS["fsdp2"])
 
 

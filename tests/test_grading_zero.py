@@ -14,7 +14,7 @@ POINTS = {
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
-    round_trip(root, reference_and_release(POINTS))
+    round_trip(root, reference_and_release(POINTS), list(POINTS))
     return {lab: part_scores(root, lab, points) for lab, points in POINTS.items()}
 
 

@@ -2,6 +2,7 @@
 
     python -m zerobook.grading release   # labs/*/NAME.ipynb -> _build/nbgrader/release/NAME/
     python -m zerobook.grading grade     # every submission under _build/nbgrader/submitted/
+    python -m zerobook.grading release --only zero3 fsdp2   # some labs only (release or grade)
 
 The course directory (nbgrader's root) is `_build/nbgrader` unless --root says otherwise; the
 instructor notebooks stay in `labs/`, which `labs/nbgrader_config.py` makes nbgrader's source.
@@ -78,18 +79,21 @@ def nbgrader(labs: Path, root: Path, *args: str) -> None:
     subprocess.run(command, cwd=labs, env=env, check=True)
 
 
-def release(labs: Path, root: Path) -> None:
-    """Student versions: solutions replaced, hidden tests removed, outputs cleared."""
+def release(labs: Path, root: Path, only=()) -> None:
+    """Student versions (every lab, or those in `only`): solutions replaced, hidden tests
+    removed, outputs cleared."""
     for lab in lab_names(labs):
-        nbgrader(labs, root, "generate_assignment", lab, "--force")
+        if not only or lab in only:
+            nbgrader(labs, root, "generate_assignment", lab, "--force")
     print(f"released to {root / 'release'}")
 
 
-def grade(labs: Path, root: Path) -> Path:
-    """Autograde every submission, write feedback HTML and a CSV of scores; return the CSV."""
+def grade(labs: Path, root: Path, only=()) -> Path:
+    """Autograde every submission (of the labs in `only`, if given), write feedback HTML and a
+    CSV of scores; return the CSV. Labs nobody submitted are skipped."""
     for lab in lab_names(labs):
-        nbgrader(labs, root, "generate_assignment", lab, "--force")  # the gradebook needs it
-        if any((root / "submitted").glob(f"*/{lab}")):
+        if any((root / "submitted").glob(f"*/{lab}")) and (not only or lab in only):
+            nbgrader(labs, root, "generate_assignment", lab, "--force")  # the gradebook needs it
             nbgrader(labs, root, "autograde", lab, "--force")
             nbgrader(labs, root, "generate_feedback", lab, "--force")
     scores = root / "grades.csv"
@@ -103,9 +107,10 @@ def main(argv=None) -> None:
     parser.add_argument("step", choices=["release", "grade"])
     parser.add_argument("--labs", type=Path, default=Path("labs"))
     parser.add_argument("--root", type=Path, default=Path(os.environ.get(COURSE_ROOT_ENV, "_build/nbgrader")))
+    parser.add_argument("--only", nargs="*", default=(), metavar="LAB", help="these labs only")
     cli = parser.parse_args(argv)
     cli.root.mkdir(parents=True, exist_ok=True)
-    (release if cli.step == "release" else grade)(cli.labs.resolve(), cli.root.resolve())
+    (release if cli.step == "release" else grade)(cli.labs.resolve(), cli.root.resolve(), cli.only)
 
 
 if __name__ == "__main__":
