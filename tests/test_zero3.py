@@ -7,7 +7,6 @@ import pytest
 import zerobook as zb
 
 LAYERS = 4
-BF16_LOSS_RTOL = 1e-2  # bf16 reduce-scatters round partial sums differently from DDP's all-reduce
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +83,9 @@ def test_the_chrome_trace_shows_our_phases_and_the_collectives(timeline):
     assert sum(e.get("name") == "zero3 forward blocks.0" for e in trace["traceEvents"]) == 1
 
 
-@pytest.mark.parametrize("world_size", [2, 4])
-def test_ours_and_fsdp2_train_alike_and_send_the_same_bytes(world_size):
+def test_ours_and_fsdp2_train_alike_and_send_the_same_bytes_on_four_ranks():
+    """On 2 ranks the ZeRO-3 chapter's cells assert the same, in fp32 and in bf16 (nbval runs them)."""
+    world_size = 4
     run = zb.torchrun("zerobook.labs.fsdp2_side_by_side", nproc=world_size, echo=False, args=["--steps", "10"])
     for report in run.ranks:
         runs = report["runs"]
@@ -96,18 +96,3 @@ def test_ours_and_fsdp2_train_alike_and_send_the_same_bytes(world_size):
                    for m in ("ours", "fsdp2")}
         assert traffic["ours"] == traffic["fsdp2"]
         assert runs["ours"]["kept_bytes"] == pytest.approx(runs["fsdp2"]["kept_bytes"], rel=0.01)  # 16 P/N each
-
-
-def test_in_bf16_ours_and_fsdp2_mixed_precision_keep_16_bytes_per_parameter_over_n():
-    """FSDP2 keeps an fp32 shard as the parameter and casts it to bf16 as it gathers; we keep a
-    bf16 shard beside an fp32 master. Same bytes, same training to bf16's precision."""
-    world_size = 2
-    run = zb.torchrun("zerobook.labs.fsdp2_side_by_side", nproc=world_size, echo=False,
-                      args=["--steps", "10", "--dtype", "bfloat16"])
-    for report in run.ranks:
-        runs, psi = report["runs"], report["num_params"]
-        assert 16 * psi <= runs["ddp"]["kept_bytes"] < 1.01 * 16 * psi  # + AdamW's step counters
-        for method in ("ours", "fsdp2"):
-            assert 16 * psi / world_size <= runs[method]["kept_bytes"] < 1.01 * 16 * psi / world_size
-            assert runs[method]["losses"] == pytest.approx(runs["ddp"]["losses"], rel=BF16_LOSS_RTOL)
-            assert runs[method]["diff"] <= BF16_LOSS_RTOL * report["weight_scale"]

@@ -23,7 +23,7 @@ from torch.distributed.fsdp import FSDPModule
 import zerobook as zb
 from zerobook.comm import CommMeter
 from zerobook.labs.dcp_resume import state_digests
-from zerobook.labs.fsdp2_side_by_side import kept_bytes
+from zerobook.labs.fsdp2_side_by_side import full_weights, kept_bytes
 from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.zero import Zero3AdamW
@@ -58,17 +58,10 @@ def step(model, optimizer, index: int, me: zb.Rank) -> float:
     return loss.item()
 
 
-def weights(model, optimizer) -> torch.Tensor:
-    if isinstance(optimizer, Zero3AdamW):
-        optimizer.gather_all()
-    full = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
-    return torch.cat([t.detach().to(torch.bfloat16).float().reshape(-1).cpu() for t in full])
-
-
 def parity(student, me: zb.Rank) -> dict:
     runs = {"ours": our_model(me), "student": student_model(student, me)}
     losses = {name: [step(*built, i, me) for i in range(STEPS)] for name, built in runs.items()}
-    final = {name: weights(*built) for name, built in runs.items()}
+    final = {name: full_weights(*built, torch.bfloat16) for name, built in runs.items()}
     return {"losses": losses, "diff": (final["student"] - final["ours"]).abs().max().item(),
             "weight_scale": final["ours"].abs().max().item()}
 
@@ -78,7 +71,7 @@ def memory(student, me: zb.Rank) -> dict:
     tokens = random_batch(CONFIG, BATCH, seed=me.rank).to(me.device)
     next_token_loss(model, tokens).backward()
     optimizer.step()
-    return {"kept": kept_bytes("fsdp2", model, optimizer), "num_params": sum(p.numel() for p in GPT(CONFIG).parameters()),
+    return {"kept": kept_bytes(model, optimizer), "num_params": sum(p.numel() for p in GPT(CONFIG).parameters()),
             "units": [name or "root" for name, m in model.named_modules() if isinstance(m, FSDPModule)],
             "blocks": [name for name, m in model.named_modules() if isinstance(m, Block)]}
 

@@ -54,21 +54,23 @@ def build(method: str, config: GPTConfig, dtype, me: zb.Rank):
     return model, optimizer, (average_gradients if method == "ddp" else None)
 
 
-def kept_bytes(method: str, model, optimizer) -> int:
-    """Bytes of weights, gradients and optimizer state this rank holds after a step."""
-    if method.startswith("ours"):
+def kept_bytes(model, optimizer) -> int:
+    """Bytes of weights, gradients and optimizer state this rank holds after a step (our ZeRO-3's
+    persistent tensors, or the local shards of FSDP2's DTensors), each storage counted once."""
+    if isinstance(optimizer, Zero3AdamW):
         return measure.unique_bytes(optimizer.persistent_tensors())
     local = lambda t: t.to_local() if hasattr(t, "to_local") else t  # noqa: E731  a DTensor's shard
     tensors = [local(p) for p in model.parameters()] + [local(p.grad) for p in model.parameters()]
     return measure.unique_bytes(tensors + [local(t) for t in measure.optimizer_tensors(optimizer)])
 
 
-def full_weights(method: str, model, optimizer, dtype) -> torch.Tensor:
-    """Every weight as the forward uses it (FSDP2's fp32 shards cast to `dtype`, as it gathers)."""
-    if method == "ours":
+def full_weights(model, optimizer, dtype=None) -> torch.Tensor:
+    """Every weight whole (our ZeRO-3 gathers its units; FSDP2's DTensors give full_tensor()), as
+    one flat fp32 CPU tensor; with `dtype`, rounded to it first, as the forward uses them."""
+    if isinstance(optimizer, Zero3AdamW):
         optimizer.gather_all()
     tensors = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
-    return torch.cat([t.detach().to(dtype).float().reshape(-1).cpu() for t in tensors])
+    return torch.cat([t.detach().to(dtype or t.dtype).float().reshape(-1).cpu() for t in tensors])
 
 
 def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dict:
@@ -83,11 +85,11 @@ def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dic
             if reduce is not None:
                 reduce(model)
             optimizer.step()
-        kept = kept_bytes(method, model, optimizer)
+        kept = kept_bytes(model, optimizer)
         optimizer.zero_grad()
         seconds.append(time.perf_counter() - start)
         losses.append(loss.item())
-    return {"losses": losses, "weights": full_weights(method, model, optimizer, dtype), "kept_bytes": kept,
+    return {"losses": losses, "weights": full_weights(model, optimizer, dtype), "kept_bytes": kept,
             "traffic": meter.summary(), "seconds": statistics.median(seconds[1:] or seconds)}
 
 

@@ -33,6 +33,7 @@ from torch.utils.checkpoint import set_checkpoint_early_stop
 import zerobook as zb
 from zerobook.checkpointing import checkpoint_blocks
 from zerobook.comm import CommMeter
+from zerobook.labs.fsdp2_side_by_side import full_weights
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.zero import Zero3AdamW
 
@@ -64,13 +65,6 @@ def build(name: str, config: GPTConfig, me: zb.Rank):
     for module in [m for m in model.modules() if isinstance(m, Block)] + [model]:
         fully_shard(module, mesh=mesh, reshard_after_forward=True)
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-
-
-def full_weights(model, optimizer) -> torch.Tensor:
-    if isinstance(optimizer, Zero3AdamW):
-        optimizer.gather_all()
-    return torch.cat([(p.full_tensor() if hasattr(p, "full_tensor") else p).detach().reshape(-1)
-                      for p in model.parameters()])
 
 
 def train(name: str, config: GPTConfig, steps: int, batch: int, me: zb.Rank) -> dict:

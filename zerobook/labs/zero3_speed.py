@@ -55,11 +55,11 @@ def peak_bytes(model, optimizer, batch) -> int | None:
     return torch.cuda.max_memory_allocated()
 
 
-def bytes_kept(method: str, model, optimizer, batch) -> int:
+def bytes_kept(model, optimizer, batch) -> int:
     """Weights, gradients and optimizer state this rank holds after one more step (tensors counted)."""
     next_token_loss(model, batch).backward()
     optimizer.step()
-    kept = kept_bytes(method, model, optimizer)
+    kept = kept_bytes(model, optimizer)
     optimizer.zero_grad()
     return kept
 
@@ -128,7 +128,7 @@ def main() -> None:
              for lane in ("communication", "computation")}
     zb.report(median={m: statistics.median(s) for m, s in times.items()}, lanes=lanes, machine=machine,
               peak={m: peak_bytes(*built[m], batch) for m in METHODS},
-              kept={m: bytes_kept(m, *built[m], batch) for m in METHODS},
+              kept={m: bytes_kept(*built[m], batch) for m in METHODS},
               num_params=sum(p.numel() for p in GPT(config).parameters()), backend=me.backend,
               batch=cli.batch, seq_len=config.seq_len)
 
