@@ -30,38 +30,34 @@ def run_part(lab: str, student_file: str, part: str, nproc: int = 4,
     Harnesses that wrap the model in DDP pass debug=False: in torch 2.13 DDP's constructor crashes
     (SIGSEGV) on gloo in DETAIL mode.
     """
-    stubs = unimplemented(student_file)
-    if stubs is not None and stubs == defined_functions(student_file):
+    stubs = function_stubs(student_file)
+    if stubs and all(stubs.values()):
         raise NotImplementedError(f"{Path(student_file).name}: no function is implemented yet "
                                   f"({', '.join(stubs)} still raise NotImplementedError)")
     return torchrun(f"zerobook.labs.{lab}", nproc=nproc, timeout=timeout, debug=debug,
                     args=["--student", student_file, "--part", part])
 
 
-def defined_functions(student_file: str) -> list[str] | None:
-    """Names of the top-level functions of the student's file (None if it does not parse)."""
-    try:
-        tree = ast.parse(Path(student_file).read_text())
-    except (OSError, SyntaxError):
-        return None  # the launch reports it, from the rank that imports the file
-    return [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
-
-
-def unimplemented(student_file: str) -> list[str] | None:
-    """Top-level functions whose body is still nbgrader's stub (`raise NotImplementedError()`,
-    after an optional docstring): the untouched release, caught before launching any rank."""
+def function_stubs(student_file: str) -> dict[str, bool] | None:
+    """Each top-level function of the student's file -> whether its body is still nbgrader's stub
+    (`raise NotImplementedError()`, after an optional docstring); None if the file does not parse
+    (the launch reports that, from the rank that imports it)."""
     try:
         tree = ast.parse(Path(student_file).read_text())
     except (OSError, SyntaxError):
         return None
     stub = ast.dump(ast.parse("raise NotImplementedError()").body[0])
-    out = []
+    out = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-            if len(body) == 1 and ast.dump(body[0]) == stub:
-                out.append(node.name)
+            out[node.name] = len(body) == 1 and ast.dump(body[0]) == stub
     return out
+
+
+def unimplemented(student_file: str) -> list[str]:
+    """The student's functions still left as nbgrader's stub."""
+    return [name for name, stub in (function_stubs(student_file) or {}).items() if stub]
 
 
 def lab_names(labs: Path) -> list[str]:
