@@ -1,4 +1,5 @@
 """zb.torchrun: real multi-process runs, and every way a run can go wrong."""
+import json
 import os
 import signal
 import subprocess
@@ -163,3 +164,18 @@ def test_a_rank_killed_by_a_signal_is_named_not_the_peers_that_lost_it(unique_ta
     assert str(error).startswith("rank 1 died: killed by SIGSEGV")
     assert "string_at" in str(error)  # the Python stack faulthandler printed
     assert processes_running(str(script)) == []
+
+
+def test_a_rank_that_only_lost_its_peer_is_not_named_first(tmp_path):
+    """The peer timed out and gloo closed the link before the peer's record was written: the rank
+    that saw "Connection closed by peer" recorded first, but the cause is the other rank."""
+    from zerobook.launch import _raise_if_failed, _Stream
+
+    records = [(0, 1.0, "RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:1"),
+               (1, 2.0, "RuntimeError: Timed out waiting 10000ms for send operation to complete")]
+    for rank, when, summary in records:
+        (tmp_path / f"rank{rank}.error.json").write_text(json.dumps(
+            {"rank": rank, "time": when, "summary": summary, "traceback": summary, "collective": "send"}))
+    with pytest.raises(zb.LaunchError) as caught:
+        _raise_if_failed(str(tmp_path), _Stream(echo=False), "target")
+    assert caught.value.rank == 1

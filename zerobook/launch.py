@@ -29,6 +29,7 @@ from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 RANK_LINE = re.compile(r"^\[default(\d+)\]:(.*)$")  # torchrun --tee tags lines with the local rank
 TAIL_LINES = 25
+LOST_PEER = re.compile(r"Connection (closed|reset) by peer")  # a consequence of another rank's failure
 LIBRARY_LOG = re.compile(r"^(USDT|STAGE):\S+ \S+ \d+:\d+ \w+\.cpp:\d+\]")  # the profiler's own start/stop log
 
 
@@ -201,9 +202,12 @@ def _raise_if_failed(report_dir: str, stream: _Stream, target: str) -> None:
 
     A rank that raised leaves a timestamped record. A rank killed by a signal leaves none, and its
     peers then fail with "connection closed": torchrun's root cause names it, and it comes first.
+    A rank that failed only because its peer's connection closed (the peer timed out in a
+    collective, say, and gloo dropped the link before the peer's record was written) is a
+    consequence: it counts as first only if no other rank recorded a failure.
     """
     failures = sorted((_read_json(p) for p in Path(report_dir).glob("rank*.error.json")),
-                      key=lambda f: f["time"])
+                      key=lambda f: (bool(LOST_PEER.search(f["summary"])), f["time"]))
     recorded = [f["rank"] for f in failures]
     log = "\n".join(stream.log)
     killed = {r: sig for r, sig in signal_deaths(stream.agent).items()
