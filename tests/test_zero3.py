@@ -84,14 +84,15 @@ def test_the_chrome_trace_shows_our_phases_and_the_collectives(timeline):
 
 
 def test_ours_and_fsdp2_train_alike_and_send_the_same_bytes_on_four_ranks():
-    """On 2 ranks the ZeRO-3 chapter's cells assert the same, in fp32 and in bf16 (nbval runs them)."""
+    """With every sum in rank order, ours and FSDP2 end with DDP's bits at every step (on 2 ranks
+    the ZeRO-3 chapter's cells assert the same, in fp32 and in bf16; nbval runs them)."""
     world_size = 4
     run = zb.torchrun("zerobook.labs.fsdp2_side_by_side", nproc=world_size, echo=False, args=["--steps", "10"])
     for report in run.ranks:
         runs = report["runs"]
         for method in ("ours", "fsdp2"):
-            assert runs[method]["diff"] <= 1e-5 * report["weight_scale"], (method, runs[method]["diff"])
-            assert runs[method]["losses"] == pytest.approx(runs["ddp"]["losses"], rel=1e-6)
+            assert runs[method]["diff"] == 0.0, (method, runs[method]["diff"])
+            assert runs[method]["losses"] == runs["ddp"]["losses"]
         traffic = {m: {op: (e["calls"], e["bytes"]) for op, e in runs[m]["traffic"].items()}
                    for m in ("ours", "fsdp2")}
         assert traffic["ours"] == traffic["fsdp2"]

@@ -5,9 +5,13 @@
 Every rank starts from its own random weights, takes rank 0's (broadcast), trains on its slice of
 each global batch, and averages gradients with all-reduce (mode `naive`: one per parameter
 after backward; `bucketed`: 1 MiB buckets after backward; `overlap`: the same buckets during
-backward; `torch`: torch.nn.parallel.DistributedDataParallel). Rank 0
-also trains a copy on the whole global batch in one process. Reported: the final weights'
-largest difference from that single-process run and across ranks, and the median step time.
+backward; `torch`: torch.nn.parallel.DistributedDataParallel). Each mode trains twice: once with
+gloo's own sums, timed, and once with every sum in rank order (zerobook.parity.ordered_sums; a
+comm hook does it inside DDP), which rank 0 compares with two single-process runs: one that
+computes each rank's slice's gradient and averages them in rank order (the same arithmetic: the
+same bits), and one on the whole global batch at once (the same mathematics; its sums run inside
+the kernels, in their own order). Reported: the largest differences from both and across ranks,
+and the median step time.
 """
 import argparse
 import statistics
@@ -20,6 +24,7 @@ from torch.nn.parallel import DistributedDataParallel
 import zerobook as zb
 from zerobook.ddp import OverlappedAllReduce, average_gradients, broadcast_params
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.parity import ordered_comm_hook, ordered_sums, rank_order_sum
 
 CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)
 MODES = ["naive", "bucketed", "overlap", "torch"]
@@ -29,9 +34,11 @@ def flat_weights(model: torch.nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
-def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str) -> list[float]:
+def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: bool = False) -> list[float]:
     """`steps` SGD steps on this rank's slice of each global batch; returns the step times."""
     wrapped = DistributedDataParallel(model) if mode == "torch" else model
+    if mode == "torch" and ordered:
+        wrapped.register_comm_hook(None, ordered_comm_hook)  # DDP's reducer calls gloo directly
     buckets = OverlappedAllReduce(model, overlap=mode == "overlap") if mode in ("bucketed", "overlap") else None
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     times = []
@@ -62,22 +69,53 @@ def single_process(initial: dict, steps: int, batch_size: int) -> torch.Tensor:
     return flat_weights(model)
 
 
-def run_mode(mode: str, cli, me: zb.Rank) -> dict:
-    """Train one replica set with `mode`; its step time and how far its weights are from others."""
+def slices_in_rank_order(initial: dict, steps: int, per_rank: int, world_size: int) -> torch.Tensor:
+    """The same steps on one process, each rank's slice's gradient computed on its own and the N
+    averaged as the ordered all-reduce does: added in rank order, then divided by N."""
+    model = GPT(CONFIG)
+    model.load_state_dict(initial)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    params = list(model.parameters())
+    for step in range(steps):
+        batch = random_batch(CONFIG, per_rank * world_size, seed=1000 + step)
+        grads = []
+        for r in range(world_size):
+            model.zero_grad(set_to_none=True)
+            next_token_loss(model, batch[r * per_rank:(r + 1) * per_rank]).backward()
+            grads.append([p.grad.reshape(-1) for p in params])
+        for index, p in enumerate(params):
+            p.grad = rank_order_sum(torch.stack([g[index] for g in grads])).div_(world_size).view_as(p)
+        optimizer.step()
+    return flat_weights(model)
+
+
+def start(me: zb.Rank):
+    """Every rank from its own random weights, then rank 0's (broadcast); the initial state."""
     torch.manual_seed(100 + me.rank)  # different on purpose: the broadcast makes them equal
     model = GPT(CONFIG)
     broadcast_params(model)
-    initial = {k: v.clone() for k, v in model.state_dict().items()}
+    return model, {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def run_mode(mode: str, cli, me: zb.Rank) -> dict:
+    """Train one replica set with `mode` twice: timed with gloo's sums, and with ordered sums
+    compared with the single-process runs (on rank 0) and across ranks."""
+    model, _ = start(me)
     times = train(model, cli.steps, cli.per_rank, me, mode)
+    model, initial = start(me)
+    with ordered_sums():
+        train(model, cli.steps, cli.per_rank, me, mode, ordered=True)
     weights = flat_weights(model)
     spread = weights.clone()
     dist.all_reduce(spread, op=dist.ReduceOp.MAX)
     result = {"step_seconds": statistics.median(times[1:] or times),
               "across_ranks": (spread - weights).abs().max().item()}
     if me.is_main:
-        reference = single_process(initial, cli.steps, cli.per_rank * me.world_size)
-        result["vs_single_process"] = (weights - reference).abs().max().item()
-        result["weight_scale"] = reference.abs().max().item()
+        same_order = slices_in_rank_order(initial, cli.steps, cli.per_rank, me.world_size)
+        whole = single_process(initial, cli.steps, cli.per_rank * me.world_size)
+        result.update(vs_same_order=(weights - same_order).abs().max().item(),
+                      vs_single_process=(weights - whole).abs().max().item(),
+                      weight_scale=whole.abs().max().item())
     return result
 
 

@@ -8,7 +8,8 @@ The student's file defines
     prefetch(model)                  explicit forward (block k -> k+1) and backward (k -> k-1) prefetch
     save(model, optimizer, path)     a DCP checkpoint of weights and optimizer state
     load(model, optimizer, path)     read it back into this run's shards
-Parts: `parity` (5 steps, losses and weights against our Zero3AdamW in bf16), `memory` (bytes
+Parts: `parity` (5 steps, losses and weights against our Zero3AdamW in bf16, every sum in rank
+order: equal for a correct set-up), `memory` (bytes
 kept per rank after a step; which modules are FSDP units), `traffic` (bytes per collective of a
 step, against ours), `prefetch` (how many all-gathers were issued when each block's forward began),
 `checkpoint` (save after 2 steps, load into a fresh model: state digests and the next loss).
@@ -26,6 +27,7 @@ from zerobook.labs.dcp_resume import state_digests
 from zerobook.labs.fsdp2_side_by_side import full_weights, kept_bytes
 from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.parity import ordered_sums
 from zerobook.zero import Zero3AdamW
 
 PARTS = ["parity", "memory", "traffic", "prefetch", "checkpoint"]
@@ -59,8 +61,9 @@ def step(model, optimizer, index: int, me: zb.Rank) -> float:
 
 
 def parity(student, me: zb.Rank) -> dict:
-    runs = {"ours": our_model(me), "student": student_model(student, me)}
-    losses = {name: [step(*built, i, me) for i in range(STEPS)] for name, built in runs.items()}
+    with ordered_sums():
+        runs = {"ours": our_model(me), "student": student_model(student, me)}
+        losses = {name: [step(*built, i, me) for i in range(STEPS)] for name, built in runs.items()}
     final = {name: full_weights(*built, torch.bfloat16) for name, built in runs.items()}
     return {"losses": losses, "diff": (final["student"] - final["ours"]).abs().max().item(),
             "weight_scale": final["ours"].abs().max().item()}

@@ -6,13 +6,16 @@ Both shard one unit per transformer block plus the root, reshard after forward (
 FSDP2 does), and run the same AdamW. In fp32 everything is fp32. In bf16 (`--dtype bfloat16`) we
 keep bf16 weights and gradient shards beside an fp32 master; FSDP2 keeps fp32 sharded parameters
 and casts them to bf16 as it gathers (`MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=bf16)`);
-DDP is `MixedPrecisionAdamW`. All start from the same bf16-representable weights. Reported by
-every rank, per method: the loss at every step, the final weights' largest difference from DDP,
+DDP is `MixedPrecisionAdamW`. All start from the same bf16-representable weights. Every sum is
+taken in rank order (`zerobook.parity.ordered_sums`; `--sums native` for gloo's own orders), so
+the three must end with the same bits. Reported by every rank, per method: the loss at every
+step, the final weights' largest difference from DDP,
 the traffic of the last step (the meter wraps torch.distributed's Python calls, which FSDP2's
 collectives go through), the bytes the rank keeps (weights, gradients, optimizer state: local
 shards of FSDP2's DTensors, counted once per storage), and the median step time.
 """
 import argparse
+import contextlib
 import statistics
 import time
 
@@ -25,6 +28,7 @@ from zerobook import measure
 from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.parity import ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
 from zerobook.zero import Zero3AdamW
 
@@ -93,20 +97,27 @@ def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dic
             "traffic": meter.summary(), "seconds": statistics.median(seconds[1:] or seconds)}
 
 
+def compare(config: GPTConfig, dtype, steps: int, me: zb.Rank, ordered: bool = True) -> dict:
+    """DDP, ours and FSDP2 trained alike; each run's `diff` from DDP's final weights."""
+    with ordered_sums() if ordered else contextlib.nullcontext():
+        runs = {m: train(m, config, dtype, steps, me) for m in ("ddp", "ours", "fsdp2")}
+    reference = runs["ddp"]["weights"]
+    for run in runs.values():
+        run["diff"] = (run.pop("weights") - reference).abs().max().item()
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--sums", choices=["ordered", "native"], default="ordered")
     cli = parser.parse_args()
     me = zb.setup()
     config, dtype = GPTConfig(vocab=128, hidden=64, layers=cli.layers, heads=4, seq_len=32), getattr(torch, cli.dtype)
-    runs = {m: train(m, config, dtype, cli.steps, me) for m in ("ddp", "ours", "fsdp2")}
-    reference = runs["ddp"]["weights"]
-    for run in runs.values():
-        run["diff"] = (run.pop("weights") - reference).abs().max().item()
-    zb.report(runs=runs, weight_scale=reference.abs().max().item(), dtype=cli.dtype,
-              num_params=sum(p.numel() for p in GPT(config).parameters()))
+    runs = compare(config, dtype, cli.steps, me, ordered=cli.sums == "ordered")
+    zb.report(runs=runs, dtype=cli.dtype, sums=cli.sums, num_params=sum(p.numel() for p in GPT(config).parameters()))
 
 
 if __name__ == "__main__":

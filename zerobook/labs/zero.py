@@ -6,23 +6,32 @@ The student's file defines
     shard_of(flat, rank, world_size)          -> rank's contiguous N-th of a flat tensor
     zero1_step(flat, master, optimizer)       reduce-scatter, AdamW on the fp32 shard, all-gather
     on_grad(opt, param)                       Zero2AdamW's post-accumulate-grad hook
-Parts: `parity` trains 5 steps with each (fp32) and reports the largest difference from DDP with
-the same AdamW; `memory` reports the optimizer bytes of ZeRO-1 and the most gradient bytes held
+Parts: `parity` trains 5 steps with each (fp32), every sum in rank order (zerobook.parity), and
+reports the largest difference from DDP with the same AdamW — 0.0 for a correct solution, which
+does DDP's arithmetic; the mean may be taken any usual way (AVERAGES: those differ by a rounding
+when N is not a power of two), and the closest of those DDPs counts; `memory` reports the optimizer bytes of ZeRO-1 and the most gradient bytes held
 during a ZeRO-2 backward (measured by a hook that runs after the student's); `traffic` reports what
 one step of each sends, from the traffic meter.
 """
 import torch
+import torch.distributed as dist
 
 import zerobook as zb
 from zerobook import measure
 from zerobook.comm import CommMeter
-from zerobook.ddp import average_gradients
 from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.parity import ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
 from zerobook.zero import FlatParams, Zero2AdamW
 
 PARTS = ["parity", "memory", "traffic"]
+AVERAGES = {  # the usual ways to turn N summed gradients into their mean: the same bits for N = 2 or
+    # 4 (a power of two scales exactly), one rounding apart otherwise -> (before, after) the sum
+    "sum / N": (lambda grad, n: grad, lambda grad, n: grad.div_(n)),
+    "sum * (1/N)": (lambda grad, n: grad, lambda grad, n: grad.mul_(1 / n)),
+    "(grad / N) summed": (lambda grad, n: grad.div_(n), lambda grad, n: grad),
+}
 # 8 blocks, so that a bucket is small next to the model; a vocabulary of 100 makes Ψ = 406,400,
 # which 3 does not divide (the hidden test on 3 ranks needs padding)
 CONFIG = GPTConfig(vocab=100, hidden=64, layers=8, heads=4, seq_len=32)
@@ -64,10 +73,20 @@ def optimizer_for(method: str, model, student, me):
     return StudentZero1(model, student, me) if method == "zero1" else student_zero2(model, student)
 
 
-def step(method: str, model, optimizer, batch) -> None:
+@torch.no_grad()
+def average_gradients(model, how: str) -> None:
+    """DDP's average: all-reduce (SUM) every gradient, dividing by N the way `how` says."""
+    before, after = AVERAGES[how]
+    for param in model.parameters():
+        before(param.grad, dist.get_world_size())
+        dist.all_reduce(param.grad)
+        after(param.grad, dist.get_world_size())
+
+
+def step(method: str, model, optimizer, batch, average: str = "sum / N") -> None:
     next_token_loss(model, batch).backward()
     if method == "ddp":
-        average_gradients(model)
+        average_gradients(model, average)
     optimizer.step()
     optimizer.zero_grad()
 
@@ -76,13 +95,13 @@ def batch_for(me: zb.Rank, step_index: int) -> torch.Tensor:
     return random_batch(CONFIG, BATCH * me.world_size, seed=step_index)[me.rank * BATCH:(me.rank + 1) * BATCH]
 
 
-def train(method: str, student, me: zb.Rank, steps: int = STEPS):
+def train(method: str, student, me: zb.Rank, steps: int = STEPS, average: str = "sum / N"):
     """(model, optimizer) after `steps` steps from seed 0."""
     torch.manual_seed(0)
     model = GPT(CONFIG)
     optimizer = optimizer_for(method, model, student, me)
     for index in range(steps):
-        step(method, model, optimizer, batch_for(me, index))
+        step(method, model, optimizer, batch_for(me, index), average)
     return model, optimizer
 
 
@@ -91,9 +110,12 @@ def flat_weights(model) -> torch.Tensor:
 
 
 def parity(student, me: zb.Rank) -> dict:
-    reference = flat_weights(train("ddp", student, me)[0])
-    diff = {m: (flat_weights(train(m, student, me)[0]) - reference).abs().max().item() for m in ("zero1", "zero2")}
-    return {"diff": diff, "weight_scale": reference.abs().max().item()}
+    """Each method's largest difference from the closest DDP (one per usual way to average)."""
+    with ordered_sums():
+        references = [flat_weights(train("ddp", student, me, average=how)[0]) for how in AVERAGES]
+        weights = {m: flat_weights(train(m, student, me)[0]) for m in ("zero1", "zero2")}
+    diff = {m: min((w - r).abs().max().item() for r in references) for m, w in weights.items()}
+    return {"diff": diff, "weight_scale": references[0].abs().max().item()}
 
 
 def gradient_peak(student, me: zb.Rank) -> dict:

@@ -7,7 +7,8 @@ The student's file defines
     discard(unit)                  free the full buffer (its storage back to zero bytes)
     before_forward(opt, unit)      the forward pre-hook: the unit's weights, and the next unit's prefetch
 Our `Zero3AdamW` runs with them (one unit per block, the root resharded too, forward prefetch on).
-Parts: `parity` (5 steps against DDP with the same AdamW, fp32), `memory` (the most bytes of full
+Parts: `parity` (5 steps against DDP with the same AdamW, fp32, every sum in rank order: 0.0 for a
+correct solution), `memory` (the most bytes of full
 parameters allocated at any event of a step, and the bytes kept between steps), `traffic` (bus
 elements per collective of one step), `order` (the events of one step: when each gather was
 issued, when each unit's forward computed).
@@ -20,6 +21,7 @@ from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
 from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.parity import ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
 from zerobook.zero import Zero3AdamW
 from zerobook.zero.units import Unit
@@ -89,8 +91,9 @@ def one_step(method: str, model, optimizer, me: zb.Rank, index: int) -> None:
 
 
 def parity(student, me: zb.Rank) -> dict:
-    reference, _ = train("ddp", student, me)
-    model, zero = train("zero3", student, me)
+    with ordered_sums():
+        reference, _ = train("ddp", student, me)
+        model, zero = train("zero3", student, me)
     zero.gather_all()
     flat = lambda m: torch.cat([p.detach().reshape(-1) for p in m.parameters()])  # noqa: E731
     return {"diff": (flat(model) - flat(reference)).abs().max().item(),
