@@ -22,6 +22,9 @@ def test_unique_bytes_counts_a_storage_once():
     assert measure.unique_bytes([base, torch.zeros(100)]) == 800
 
 
+STEP_COUNTER_BYTES = 4  # AdamW's step: one float32 scalar per parameter tensor
+
+
 def one_step(model, optimizer):
     model.loss(random_batch(CONFIG, 4)).backward()
     optimizer.step()
@@ -31,18 +34,20 @@ def test_fp32_adamw_holds_16_bytes_per_parameter():
     model = GPT(CONFIG)
     optimizer = torch.optim.AdamW(model.parameters())
     one_step(model, optimizer)
-    per = measure.model_state_bytes(model, optimizer).per_param(measure.num_params(model))
-    assert (per["params"], per["grads"]) == (4, 4)
-    assert per["optimizer"] == pytest.approx(8, rel=0.02)  # + one 4-byte step counter per tensor
+    psi, tensors = measure.num_params(model), len(list(model.parameters()))
+    held = measure.model_state_bytes(model, optimizer)
+    assert (held.params, held.grads) == (4 * psi, 4 * psi)
+    assert held.optimizer == 8 * psi + STEP_COUNTER_BYTES * tensors  # momentum, variance, a step each
 
 
 def test_mixed_precision_adamw_holds_2_2_12_bytes_per_parameter():
     model = GPT(CONFIG).to(torch.bfloat16)
     optimizer = MixedPrecisionAdamW(model.parameters())
     one_step(model, optimizer)
-    per = measure.model_state_bytes(model, optimizer).per_param(measure.num_params(model))
-    assert (per["params"], per["grads"]) == (2, 2)
-    assert per["optimizer"] == pytest.approx(12, rel=0.02)
+    psi, tensors = measure.num_params(model), len(list(model.parameters()))
+    held = measure.model_state_bytes(model, optimizer)
+    assert (held.params, held.grads) == (2 * psi, 2 * psi)
+    assert held.optimizer == 12 * psi + STEP_COUNTER_BYTES * tensors  # fp32 master, momentum, variance
     assert all(m.grad is None for m in optimizer.master)  # no fp32 gradients kept after the step
 
 
