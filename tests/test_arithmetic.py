@@ -8,6 +8,8 @@ import torch
 import zerobook as zb
 from conftest import TARGETS
 
+pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
+
 CAPABILITIES = ["default", "avx2", "avx512"]  # ATen's kernel families, from oldest to newest
 
 

@@ -15,6 +15,8 @@ from browser import driver, leaves_the_machine, requested_urls
 from conftest import ROOT
 from test_notebooks import toc_files
 
+pytestmark = pytest.mark.book  # needs the built book: make test runs it after building
+
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 

@@ -4,6 +4,8 @@ import pytest
 import zerobook as zb
 from conftest import TARGETS
 
+pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
+
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_ring_all_reduce_equals_all_reduce_and_sends_2_n_minus_1_over_n(world_size):

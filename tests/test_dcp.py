@@ -3,7 +3,11 @@
 The recovery itself — torchrun restarting the job, training resuming from the last checkpoint bit
 for bit, a checkpoint saved on 4 ranks loaded on 2 — is asserted by the cells of
 chapters/checkpoint_resume.ipynb, which nbval runs with the tests: not run twice here."""
+import pytest
+
 import zerobook as zb
+
+pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
 
 LAB = "zerobook.labs.dcp_resume"
 

@@ -13,6 +13,8 @@ import pytest
 import zerobook as zb
 from conftest import ROOT, processes_running
 
+pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
+
 
 def test_four_ranks_report_back_and_all_reduce(capsys):
     result = zb.torchrun("zerobook.labs.hello", nproc=4)

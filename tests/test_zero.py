@@ -9,6 +9,8 @@ from zerobook import memory
 from zerobook import parity as parity_lib
 from zerobook.zero.flat import FlatParams
 
+pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
+
 ADAM_STATE_BYTES = 4 + 4 + 4  # fp32 master weight, momentum, variance
 STEP_COUNTER_BYTES = 4  # AdamW's step: one float32 scalar per parameter tensor it steps
 CORRECT = ("zero1", "zero2", "zero2_no_sync", "zero3", "zero3_reshard_root", "sharded", "zero_ro")

@@ -6,6 +6,8 @@ import pytest
 
 import zerobook as zb
 
+pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
+
 LAYERS = 4
 
 

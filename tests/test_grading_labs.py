@@ -1,0 +1,29 @@
+"""The instructor's full round trip for every lab after Lab 0 (`make test-all`): release, submit
+the instructor notebook ("reference") and the untouched release, autograde, read the gradebook.
+
+`make test` covers the same ground more cheaply: the grading machinery by Lab 0's round trip
+(tests/test_grading.py), every lab's reference with its hidden tests by nbval over labs/, the
+untouched release of every lab by tests/test_labs.py. Each lab here has a course directory of its
+own, so that pytest-xdist can run them side by side.
+"""
+import pytest
+
+from grading_helpers import part_scores, reference_and_release, round_trip
+
+pytestmark = [pytest.mark.grading, pytest.mark.slow]
+
+POINTS = {
+    "memory": {"test_accounting": 2, "test_measurement": 3},
+    "ring_allreduce": {"test_correct": 3, "test_bytes": 2},
+    "zero": {"test_parity": 4, "test_memory": 3, "test_traffic": 2},
+    "zero3": {"test_parity": 3, "test_memory": 3, "test_traffic": 2, "test_order": 2},
+    "fsdp2": {"test_parity": 3, "test_memory": 2, "test_traffic": 2, "test_prefetch": 2, "test_checkpoint": 3},
+}
+
+
+@pytest.mark.parametrize("lab", sorted(POINTS))
+def test_reference_scores_full_marks_and_the_release_zero(tmp_path, lab):
+    round_trip(tmp_path, reference_and_release([lab]), [lab])
+    scores = part_scores(tmp_path, lab, POINTS[lab])
+    assert scores["reference"] == POINTS[lab]
+    assert scores["untouched"] == {part: 0 for part in POINTS[lab]}
