@@ -73,17 +73,82 @@ def test_the_conventions_in_circulation(name, total):
     assert m.model_state_bytes(1e9, stage=0, world_size=1, **recipe.sizes()).total == total * 1e9
 
 
-def test_deepspeed_zero2_and_zero3_estimates():
-    psi, n = 1e9, 8
-    cpu, gpu = m.deepspeed_zero2_estimate(psi, gpus_per_node=n)
-    assert gpu == 2 * psi + 18 * psi / n and cpu == psi * 4 * n * 1.5
-    assert m.deepspeed_zero2_estimate(psi, gpus_per_node=n, cpu_offload=True) == (int(psi * 32 * 1.5), int(2 * psi))
-    layer = 1e8
-    cpu, gpu = m.deepspeed_zero3_estimate(psi, layer, gpus_per_node=n)
-    assert gpu == 4 * layer + 18 * psi / n and cpu == layer * 4 * n * 1.5
-    cpu, gpu = m.deepspeed_zero3_estimate(psi, layer, gpus_per_node=n, cpu_offload=True, cpu_offload_params=True)
-    assert (cpu, gpu) == (psi * 18 * 1.5, 4 * layer)
+def deepspeed_zero2(total_params, num_gpus_per_node=1, num_nodes=1, cpu_offload=True,
+                    additional_buffer_factor=1.5):
+    """DeepSpeed's estimate_zero2_model_states_mem_needs, transcribed from its source
+    (deepspeed/runtime/zero/stage_1_and_2.py): the oracle, operation for operation."""
+    total_gpus = num_nodes * num_gpus_per_node
+    if cpu_offload:
+        gpu_mem = 2 * total_params
+        cpu_mem = total_params * max(4 * total_gpus, 16) * additional_buffer_factor
+    else:
+        gpu_mem = 2 * total_params + int(18 * total_params / total_gpus)
+        cpu_mem = total_params * 4 * num_gpus_per_node * additional_buffer_factor
+    return int(cpu_mem), int(gpu_mem)
+
+
+def deepspeed_zero3(total_params, largest_layer_params, num_gpus_per_node=1, num_nodes=1, cpu_offload=True,
+                    cpu_offload_params=True, zero_init=True, additional_buffer_factor=1.5):
+    """DeepSpeed's estimate_zero3_model_states_mem_needs (deepspeed/runtime/zero/stage3.py),
+    transcribed; it also returns largest_layer_memory, which ours leaves out."""
+    total_gpus = num_nodes * num_gpus_per_node
+    gpus_factor = 1 / num_nodes
+    largest_layer_memory = (4 * largest_layer_params)
+    if cpu_offload:
+        if cpu_offload_params:
+            gpu_mem = largest_layer_memory
+            if zero_init:
+                cpu_mem = total_params * 18 * gpus_factor * additional_buffer_factor
+            else:
+                cpu_mem = total_params * max(4 * num_gpus_per_node, 18 * gpus_factor) * additional_buffer_factor
+        else:
+            gpu_mem = largest_layer_memory + int(2 * total_params / total_gpus)
+            if zero_init:
+                cpu_mem = total_params * 16 * gpus_factor * additional_buffer_factor
+            else:
+                cpu_mem = total_params * max(4 * num_gpus_per_node, 16 * gpus_factor) * additional_buffer_factor
+    else:
+        gpu_mem = largest_layer_memory + int(18 * total_params / total_gpus)
+        if zero_init:
+            cpu_mem = largest_layer_params * 4 * num_gpus_per_node * additional_buffer_factor
+        else:
+            cpu_mem = total_params * 4 * num_gpus_per_node * additional_buffer_factor
+    return int(cpu_mem), int(gpu_mem)
+
+
+PSIS = [1e9, 7.5e9, 1_300_000_007, 175e9, 70_553_706_496, 123_456_789]
+LAYOUTS = [(1, 1), (8, 1), (8, 3), (4, 7), (2, 64)]  # (GPUs per node, nodes)
+
+
+@pytest.mark.parametrize("gpus, nodes", LAYOUTS)
+def test_deepspeed_estimates_are_deepspeeds_to_the_byte(gpus, nodes):
+    for psi in PSIS:
+        for offload in (True, False):
+            assert m.deepspeed_zero2_estimate(psi, gpus_per_node=gpus, nodes=nodes, cpu_offload=offload) == \
+                deepspeed_zero2(psi, gpus, nodes, offload)
+            for params, init in ((True, True), (True, False), (False, True), (False, False)):
+                ours = m.deepspeed_zero3_estimate(psi, psi / 37, gpus_per_node=gpus, nodes=nodes, cpu_offload=offload,
+                                                  cpu_offload_params=params, zero_init=init)
+                assert ours == deepspeed_zero3(psi, psi / 37, gpus, nodes, offload, params, init), (psi, offload, params, init)
+
+
+def test_deepspeed_estimates_default_to_deepspeeds_offloads():
+    psi, layer = 1e9, 1e8
+    assert m.deepspeed_zero2_estimate(psi, gpus_per_node=8) == deepspeed_zero2(psi, 8)  # cpu_offload=True
+    assert m.deepspeed_zero2_estimate(psi, gpus_per_node=8) == (int(psi * 32 * 1.5), int(2 * psi))
+    assert m.deepspeed_zero3_estimate(psi, layer) == (psi * 18 * 1.5, 4 * layer)  # both offloads on
+    cpu, gpu = m.deepspeed_zero2_estimate(psi, gpus_per_node=8, cpu_offload=False)
+    assert gpu == 2 * psi + 18 * psi / 8 and cpu == psi * 4 * 8 * 1.5
     assert m.deepspeed_label(2**30 * 3) == "3.00GB"  # GiB, labelled GB
+
+
+def test_the_order_of_multiplication_is_deepspeeds():
+    """175B parameters on 7 nodes: total * 18 * (1/7) * 1.5 (DeepSpeed, left to right) is
+    675,000,000,000 bytes, total * (18 * (1/7)) * 1.5 one byte less. Ours must say DeepSpeed's."""
+    psi = 175e9
+    cpu, _ = m.deepspeed_zero3_estimate(psi, 1, nodes=7)
+    assert int(psi * (18 * (1 / 7)) * 1.5) == 674_999_999_999
+    assert cpu == deepspeed_zero3(psi, 1, num_nodes=7)[0] == 675_000_000_000
 
 
 def test_activation_memory_korthikanti():

@@ -1,19 +1,37 @@
 """zerobook: the code behind "ZeRO from scratch".
 
 The notebook side launches runs (`torchrun`) and plots; the rank side (`setup`, `report`) runs
-inside each torchrun process. `import zerobook as zb` does not import torch.
+inside each torchrun process. Everything is loaded on first use (PEP 562), so `import zerobook as
+zb` imports neither torch nor matplotlib, a rank never loads the launcher, and every module is
+still one attribute away: `zb.zero.ShardedOptimizer`, `zb.memory.model_state_bytes`, `zb.torchrun`.
 """
 import importlib
 
-from zerobook.dist import Rank, report, setup
-from zerobook.launch import LaunchError, RunResult, torchrun
-
-__all__ = ["LaunchError", "Rank", "RunResult", "report", "setup", "torchrun"]
 __version__ = "0.1.0"
-SUBMODULES = {"grading"}  # loaded on first use: `zb.grading.run_part(...)` in the labs
+SUBMODULES = {
+    "memory", "traffic", "zero_paper", "hardware",  # pure arithmetic, no torch
+    "dist", "rank_entry", "collectives", "comm", "measure", "models", "ddp", "precision", "parity",
+    "checkpointing", "zero", "labs",  # the rank side
+    "launch", "plots", "widgets", "grading", "cluster",  # the notebook side
+}
+ATTRIBUTES = {  # name -> the module it comes from
+    "Rank": "zerobook.dist", "setup": "zerobook.dist", "report": "zerobook.dist",
+    "torchrun": "zerobook.launch", "LaunchError": "zerobook.launch", "RunResult": "zerobook.launch",
+}
+__all__ = sorted(ATTRIBUTES) + sorted(SUBMODULES)
 
 
-def __getattr__(name):
-    if name in SUBMODULES:
-        return importlib.import_module(f"zerobook.{name}")
-    raise AttributeError(f"module 'zerobook' has no attribute {name!r}")
+def __getattr__(name: str):
+    """Load a submodule or one of the names above the first time it is asked for."""
+    if name in ATTRIBUTES:
+        value = getattr(importlib.import_module(ATTRIBUTES[name]), name)
+    elif name in SUBMODULES:
+        value = importlib.import_module(f"zerobook.{name}")
+    else:
+        raise AttributeError(f"module 'zerobook' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -5,13 +5,14 @@
     stage1.py  ZeRO-1: shard the fp32 master weights and AdamW's moments
     stage2.py  ZeRO-2: also shard the gradients, reduce-scattered bucket by bucket in backward
     units.py   ZeRO-3's unit: a module's parameters as a shard, gathered only while in use
-    stage3.py  ZeRO-3 (FSDP): shard the parameters too, gathered and freed unit by unit
+    stage3.py  ZeRO-3 (FSDP): shard the parameters too, gathered and freed unit by unit (Zero3
+               takes any torch.optim optimizer; Zero3AdamW is it with AdamW)
     sharded_optimizer.py  ZeRO-1 over any torch.optim optimizer (like ZeroRedundancyOptimizer)
 """
 from zerobook.zero.flat import FlatParams
 from zerobook.zero.sharded_optimizer import ShardedOptimizer
 from zerobook.zero.stage1 import Zero1AdamW
 from zerobook.zero.stage2 import Zero2AdamW
-from zerobook.zero.stage3 import Zero3AdamW
+from zerobook.zero.stage3 import Zero3, Zero3AdamW
 
-__all__ = ["FlatParams", "ShardedOptimizer", "Zero1AdamW", "Zero2AdamW", "Zero3AdamW"]
+__all__ = ["FlatParams", "ShardedOptimizer", "Zero1AdamW", "Zero2AdamW", "Zero3", "Zero3AdamW"]

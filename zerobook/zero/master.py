@@ -1,8 +1,9 @@
-"""The fp32 side every ZeRO stage shares: this rank's master shard and AdamW over it.
+"""The fp32 side every ZeRO stage shares: this rank's master shard and the optimizer over it.
 
 A rank's shard of the flat parameters is cut into runs, one per parameter group it meets
 (`FlatParams.shard_segments`); each run is an fp32 tensor — a view of one contiguous master shard —
-in its group of an inner `torch.optim.AdamW`, so learning rate and weight decay follow the groups.
+in its group of an inner optimizer (`torch.optim.AdamW` unless the stage is given another
+`torch.optim` class), so learning rate and weight decay follow the groups.
 The stage supplies `shard_grads()` (this rank's averaged gradient shard) and what to do with the
 updated master (all-gather it, or copy it into the 16-bit shards).
 """
@@ -33,10 +34,12 @@ class MasterShard:
     group = None
     offload = None  # where the fp32 master and AdamW's state live, if not beside the shard
 
-    def build_master(self, shard: torch.Tensor, runs: list, groups: list[dict], **adamw) -> None:
-        """`shard`: this rank's 16-bit shard; `runs`: (start, stop, group index) covering it.
-        With `self.offload` set (ZeRO-Offload), the master, its gradient and AdamW's momentum and
-        variance live on that device — the host's memory — and the step runs there."""
+    def build_master(self, shard: torch.Tensor, runs: list, groups: list[dict],
+                     optimizer_class=torch.optim.AdamW, **options) -> None:
+        """`shard`: this rank's 16-bit shard; `runs`: (start, stop, group index) covering it;
+        `optimizer_class(groups, **options)` steps the master (any torch.optim optimizer: it sees
+        one fp32 tensor per run). With `self.offload` set (ZeRO-Offload), the master, its gradient
+        and the optimizer's state live on that device — the host's memory — and the step runs there."""
         self.shard_device = shard.device
         master = shard.float() if self.offload is None else shard.to(self.offload).float()
         self.master, self.master_grad, self.runs = master, None, runs
@@ -44,7 +47,7 @@ class MasterShard:
         self.pieces = [torch.nn.Parameter(self.master[a:b]) for a, b, _ in runs]  # views
         for piece, (_, _, index) in zip(self.pieces, runs):
             out[index]["params"].append(piece)
-        self.inner = torch.optim.AdamW([g for g in out if g["params"]], **adamw)
+        self.inner = optimizer_class([g for g in out if g["params"]], **options)
 
     def shard_grads(self) -> torch.Tensor:
         """This rank's gradient shard, averaged over ranks (the stage's collective)."""
@@ -72,7 +75,7 @@ class MasterShard:
 
     @torch.no_grad()
     def update_master(self) -> None:
-        """AdamW on the fp32 shard; the fp32 gradient shard is dropped (only needed for the step)."""
+        """The optimizer's step on the fp32 shard; the fp32 gradient shard is dropped after it."""
         self.reduced_grad()
         self.inner.step()
         self.master_grad = None

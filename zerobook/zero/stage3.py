@@ -2,6 +2,7 @@
 
     zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3)   # hooks on the model; its code unchanged
     loss.backward(); zero.step(); zero.zero_grad()
+    zero = Zero3(model, (Block,), torch.optim.SGD, lr=0.1, momentum=0.9)   # any torch.optim class
 
 The model is cut into units (each module of `unit_types`, and the root for what is left). A rank
 keeps, for every unit, its 1/N shard of the 16-bit weights, of the gradient and of the fp32
@@ -37,14 +38,17 @@ def in_backward() -> bool:
     return torch._C._current_graph_task_id() != -1
 
 
-class Zero3AdamW(MasterShard):
-    """Mixed-precision AdamW over a model whose parameters, gradients and states are all sharded."""
+class Zero3(MasterShard):
+    """Any torch.optim optimizer over a model whose parameters, gradients and optimizer state are
+    all sharded: `optimizer_class(groups, **optimizer_options)` steps each rank's fp32 master
+    shards (one tensor per run of a parameter group), as FSDP lets any optimizer step its shards.
+    Each unit keeps its own dtype (an fp32 norm in the root beside bf16 blocks, say)."""
 
-    def __init__(self, model: torch.nn.Module, unit_types: tuple = (), lr: float = 1e-3, betas=(0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.01, groups=None, group=None,
-                 reshard_root: bool = False, forward_prefetch: bool = False,
+    def __init__(self, model: torch.nn.Module, unit_types: tuple = (), optimizer_class=torch.optim.AdamW, *,
+                 groups=None, group=None, reshard_root: bool = False, forward_prefetch: bool = False,
                  backward_prefetch: str | None = None, max_gathered: int | None = None,
-                 prefetch_depth: int = 1, recompute_aware: bool = True, offload=None, unit_cls=Unit):
+                 prefetch_depth: int = 1, recompute_aware: bool = True, offload=None, unit_cls=Unit,
+                 **optimizer_options):
         self.group, self.world_size = group, dist.get_world_size(group)
         self.units = [unit_cls(name, params, group) for name, params in wrap_policy(model, unit_types)]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
@@ -54,18 +58,20 @@ class Zero3AdamW(MasterShard):
         self.events: list[tuple] = []  # (seconds, what, unit, gathered bytes): the timeline
         self.spans: dict[str, record_function] = {}  # open profiler ranges, for a Chrome trace
         groups = param_groups(groups or model.parameters())
-        self.build_master(torch.cat([u.shard for u in self.units]), self._runs(groups), groups,
-                          lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
-        if self.master.dtype == self.units[0].shard.dtype and self.offload is None:
+        self.build_master(torch.cat([u.shard.float() for u in self.units]), self._runs(groups), groups,
+                          optimizer_class, **optimizer_options)
+        if self.offload is None:
             self._share_master()
         self._install(model, unit_types)
 
     def _share_master(self) -> None:
-        """fp32 training: each unit's shard becomes a view of the master, which AdamW updates in
-        place (16 bytes per element of the shard, as FSDP2 keeps, rather than 20)."""
+        """An fp32 unit's shard becomes a view of the master, which the optimizer updates in place
+        (16 bytes per element of the shard, as FSDP2 keeps, rather than 20); a 16-bit unit keeps
+        its own shard, copied from the master after each step."""
         offset = 0
         for unit in self.units:
-            unit.shard = self.master[offset:offset + unit.shard.numel()]
+            if unit.shard.dtype == self.master.dtype:
+                unit.shard = self.master[offset:offset + unit.shard.numel()]
             offset += unit.shard.numel()
 
     def _runs(self, groups: list[dict]) -> list[tuple[int, int, int]]:
@@ -171,12 +177,14 @@ class Zero3AdamW(MasterShard):
             self._log("reduced", unit)
 
     def shard_grads(self) -> torch.Tensor:
-        """Every unit's gradient shard (reduce-scattered in backward), concatenated, averaged."""
-        return torch.cat([u.grad_shard for u in self.units]) / self.world_size
+        """Every unit's gradient shard (reduce-scattered in backward), each averaged in its own
+        dtype (as DDP averages each gradient), concatenated (in fp32 when the dtypes differ)."""
+        return torch.cat([u.grad_shard / self.world_size for u in self.units])
 
     @torch.no_grad()
     def step(self) -> None:
-        """AdamW on this rank's fp32 shards, copied into the 16-bit shards (the next forward gathers)."""
+        """The optimizer on this rank's fp32 shards, copied into the 16-bit shards (the next
+        forward gathers them)."""
         self.update_master()
         offset = 0
         for unit in self.units:
@@ -209,3 +217,13 @@ class Zero3AdamW(MasterShard):
         """Everything this rank keeps between steps: 16-bit shards, gradient shards, optimizer."""
         yield from self.resident_tensors()
         yield from self.offloaded_tensors()
+
+
+class Zero3AdamW(Zero3):
+    """Mixed-precision AdamW over a model whose parameters, gradients and states are all sharded:
+    the course's ZeRO-3 (`Zero3` with torch.optim.AdamW)."""
+
+    def __init__(self, model: torch.nn.Module, unit_types: tuple = (), lr: float = 1e-3, betas=(0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.01, **options):
+        super().__init__(model, unit_types, torch.optim.AdamW, lr=lr, betas=betas, eps=eps,
+                         weight_decay=weight_decay, **options)

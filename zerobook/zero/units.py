@@ -22,7 +22,8 @@ def wrap_policy(model: torch.nn.Module, unit_types: tuple) -> list[tuple[str, li
         if name and isinstance(module, unit_types):
             params = [p for p in module.parameters() if p.requires_grad and id(p) not in claimed]
             claimed.update(id(p) for p in params)
-            units.append((name, params))
+            if params:  # a module inside a unit already taken (a Linear in a Block) is no unit
+                units.append((name, params))
     rest = [p for p in model.parameters() if p.requires_grad and id(p) not in claimed]
     return ([("root", rest)] if rest else []) + units
 
@@ -33,6 +34,10 @@ class Unit:
     def __init__(self, name: str, params: list, group=None):
         self.name, self.group = name, group
         self.rank, world_size = dist.get_rank(group), dist.get_world_size(group)
+        dtypes = sorted({str(p.dtype) for p in params})
+        if len(dtypes) > 1:
+            raise ValueError(f"unit {name!r} mixes dtypes {dtypes}: one all-gather moves one dtype; "
+                             f"give each dtype its own unit (unit_types)")
         self.flat = FlatParams(params, world_size, flat_grads=False)
         self.shard = self.flat.shard(self.flat.flat, self.rank)  # 16-bit, numel/N, kept
         self.grad_shard = torch.zeros_like(self.shard)  # summed over ranks, this rank's part
