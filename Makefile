@@ -22,9 +22,11 @@ BOOK   := $(VENV)/bin/jupyter-book build . -W -n --keep-going
 CACHE  := _build/.jupyter_cache
 # pytest with nbval (--nbval-lax: a cell that raises fails; outputs are not compared) and the
 # plugin that keeps each notebook nbval executed for the book (tests/nbcache.py); test files run in
-# parallel, one file (one notebook) per worker at a time.
+# parallel, one file (one notebook) per worker at a time, one worker more than there are cores:
+# some tests wait (a timeout, a hang being detected) and the extra worker uses those seconds.
+WORKERS := $(shell $(PYTHON) -c "import os; print(min(len(os.sched_getaffinity(0)) + 1, 5))")
 PYTEST := $(PY) -m pytest -p tests.nbcache --nbval-lax --nbval-current-env \
-          --numprocesses=auto --maxprocesses=4 --dist loadfile
+          --numprocesses=$(WORKERS) --dist loadfile
 PHASES := $(PY) tests/phases.py
 
 # Executes every notebook (the cache is emptied first, so nothing stale is shown); a cell that

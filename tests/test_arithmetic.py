@@ -20,28 +20,36 @@ def supported(capability: str) -> bool:
     return capability == "default" or (have in order and order.index(capability) <= order.index(have))
 
 
-def skip_reason(capability: str) -> str | None:
-    """Why a capability is not run here: the CPU lacks it, or it is this CPU's own (every other
-    parity test of the suite already runs those kernels)."""
-    if not supported(capability):
-        return f"this CPU lacks {capability}"
-    if capability == torch.backends.cpu.get_cpu_capability().lower():
-        return f"{capability} is this CPU's own: every other parity test runs it"
-    return None
+def others() -> list[str]:
+    """The capabilities this CPU can run other than its own (the rest of the suite runs that)."""
+    own = torch.backends.cpu.get_cpu_capability().lower()
+    return [c for c in CAPABILITIES if supported(c) and c != own] or ["default"]
 
 
-SETTINGS = [pytest.param({"ATEN_CPU_CAPABILITY": c}, [], id=f"ATEN_CPU_CAPABILITY={c}",
-                         marks=pytest.mark.skipif(skip_reason(c) is not None, reason=skip_reason(c) or ""))
-            for c in CAPABILITIES]
-SETTINGS += [pytest.param({"MKL_CBWR": "COMPATIBLE"}, [], id="MKL_CBWR=COMPATIBLE"),  # MKL's generic code path
-             pytest.param({}, ["--flush-denormal"], id="flush-denormal")]
+# Each launch changes several things at once (one launch per capability): ATen's kernel family,
+# MKL's code path (MKL_CBWR=COMPATIBLE: its generic one, as on another vendor's CPU) and
+# denormals flushed to zero (as some CPUs and compilers default to).
+SETTINGS = [({"ATEN_CPU_CAPABILITY": c, **({"MKL_CBWR": "COMPATIBLE"} if i % 2 == 0 else {})},
+             ["--flush-denormal"] if i % 2 == 1 or len(others()) == 1 else [])
+            for i, c in enumerate(others())]
 
 
-@pytest.mark.parametrize("env, args", SETTINGS)
+def label(setting) -> str:
+    env, args = setting
+    return " ".join([f"{k}={v}" for k, v in env.items()] + [a.lstrip("-") for a in args])
+
+
+@pytest.mark.parametrize("env, args", SETTINGS, ids=[label(s) for s in SETTINGS])
 def test_every_parity_check_gives_ddps_bits_under_another_cpus_kernels(env, args):
     run = zb.torchrun(TARGETS / "arithmetic.py", nproc=4, echo=False, env=env, args=args)
     for report in run.ranks:
-        if "ATEN_CPU_CAPABILITY" in env:
-            assert report["capability"].lower() == env["ATEN_CPU_CAPABILITY"]  # it took effect
+        assert report["capability"].lower() == env["ATEN_CPU_CAPABILITY"]  # it took effect
         assert report["diffs"] and all(d == 0.0 for d in report["diffs"].values()), report["diffs"]
         assert all(report["losses_equal"].values())
+
+
+def test_the_settings_cover_every_kernel_family_mkls_generic_path_and_flushed_denormals():
+    assert {s[0]["ATEN_CPU_CAPABILITY"] for s in SETTINGS} == set(others()) and "default" in others()
+    assert all(supported(c) for c in others())
+    assert any(s[0].get("MKL_CBWR") == "COMPATIBLE" for s in SETTINGS)
+    assert any("--flush-denormal" in s[1] for s in SETTINGS)

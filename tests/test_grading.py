@@ -33,8 +33,8 @@ def submissions(root) -> dict[str, dict[str, str]]:
         "reference": solution,
         "untouched": (root / "release" / LAB / f"{LAB}.ipynb").read_text(),
         "wrong_total": planted(solution, "return value.item()", "return value.item() + 1"),
-        "infinite_loop": planted(solution, "dist.all_reduce(value, op=dist.ReduceOp.SUM)",
-                                 "while True:\\n        pass"),
+        "infinite_loop": planted(solution, "dist.all_reduce(value, op=dist.ReduceOp.SUM)",  # a hang that
+                                 "while True:\\n        __import__('time').sleep(0.1)"),  # leaves the CPU to the rest
         "sys_exit": planted(solution, "everyone = [None] * dist.get_world_size()",
                             "import sys; sys.exit()"),
     }

@@ -27,6 +27,7 @@ from pathlib import Path
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
+LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
 RANK_LINE = re.compile(r"^\[default(\d+)\]:(.*)$")  # torchrun --tee tags lines with the local rank
 TAIL_LINES = 25
 LOST_PEER = re.compile(r"Connection (closed|reset) by peer")  # a consequence of another rank's failure
@@ -117,15 +118,35 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
     with tempfile.TemporaryDirectory(prefix="zerobook-run-") as report_dir:
         run_id = uuid.uuid4().hex
         command = torchrun_command(target, nproc, args, os.path.join(report_dir, "logs"), max_restarts)
-        start = time.monotonic()
+        start, cpu = time.monotonic(), _children_cpu()
         stream = _Stream(echo)
-        _run(command, run_env(report_dir, run_id, debug, collective_timeout, extra),
-             run_id, start + timeout, stream, target)
-        seconds = time.monotonic() - start
+        try:
+            _run(command, run_env(report_dir, run_id, debug, collective_timeout, extra),
+                 run_id, start + timeout, stream, target)
+        finally:
+            seconds = time.monotonic() - start
+            _log_launch(target, nproc, args, seconds, _children_cpu() - cpu)
         if not (max_restarts and stream.returncode == 0):  # a recovered run's failures are history
             _raise_if_failed(report_dir, stream, target)
         ranks = [_read_json(Path(report_dir) / f"rank{r}.json") for r in range(nproc)]
     return RunResult(ranks=ranks, log="\n".join(stream.log), seconds=seconds, lines=stream.ranks)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (torchrun and the ranks it waited for)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _log_launch(target: str, nproc: int, args, seconds: float, cpu: float) -> None:
+    """With ZEROBOOK_LAUNCH_LOG set, append what this launch cost (to find where time goes)."""
+    path = os.environ.get(LAUNCH_LOG_ENV)
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"target": target, "nproc": nproc, "args": [str(a) for a in args],
+                                "seconds": round(seconds, 2), "cpu": round(cpu, 2)}) + "\n")
 
 
 def _run(command, env, run_id, deadline, stream, target) -> None:

@@ -24,7 +24,6 @@ import contextlib
 from dataclasses import replace
 
 import torch
-from torch.distributed.optim import ZeroRedundancyOptimizer
 
 import zerobook as zb
 from zerobook import measure
@@ -65,6 +64,8 @@ def optimizer_for(method: str, model):
                           offload="cpu" if method == "zero3_offload" else None)  # host memory
     if method == "sharded":
         return ShardedOptimizer(groups, torch.optim.AdamW, lr=LR)
+    from torch.distributed.optim import ZeroRedundancyOptimizer  # ~1 s of imports: only when asked
+
     optimizer = ZeroRedundancyOptimizer(groups[0]["params"], optimizer_class=torch.optim.AdamW,
                                         lr=LR, weight_decay=0.1)  # takes one group, then more
     optimizer.add_param_group(groups[1])
@@ -199,7 +200,7 @@ def main() -> None:
         methods = methods_of(methods or cli.methods, dtype, clipped=SCENARIOS[name][1] != float("inf"))
         runs[name] = run_scenario(name, methods, config, dtype, cli.steps, me)
     trainable = sum(p.numel() for p in GPT(config).parameters()) - config.hidden  # less the frozen bias
-    zb.report(num_params=trainable, runs=runs, max_norm=MAX_NORM, bucket_numel=BUCKET_NUMEL,
+    zb.report(num_params=trainable, frozen=config.hidden, runs=runs, max_norm=MAX_NORM, bucket_numel=BUCKET_NUMEL,
               micro_batches=MICRO_BATCHES, element_size=torch.tensor([], dtype=dtype).element_size(),
               world_size=me.world_size, weight_scale=weight_scale(config))
 
