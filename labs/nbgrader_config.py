@@ -17,6 +17,6 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*_stu
                             "nbgrader_config.py"]
 # Each cell may run this long; a cell that runs longer is interrupted, scores 0, and grading
 # goes on with the next cell. Launches inside a cell stop themselves sooner (PART_TIMEOUT_S).
-c.Execute.timeout = 120
+c.Execute.timeout = 300  # a cell may launch two parts, each stopped after PART_TIMEOUT_S = 60 s
 c.Execute.interrupt_on_timeout = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

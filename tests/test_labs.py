@@ -199,3 +199,14 @@ def test_every_part_of_an_untouched_release_scores_nothing_and_launches_nothing(
         with pytest.raises(NotImplementedError, match="no function is implemented yet"):
             zb.grading.run_part(lab, str(student), part, nproc=2)
         assert time.monotonic() - start < 1, (lab, part)
+
+
+def test_lab3_a_mean_taken_another_usual_way_is_still_ddps_arithmetic_on_three_ranks(tmp_path):
+    """Dividing each gradient by N before the reduce-scatter rounds differently from dividing the
+    sum when N = 3; the harness compares with the DDP that averages the same way: full marks."""
+    student = planted(tmp_path, "zero", "predivide",
+                      "    dist.reduce_scatter_tensor(grad, flat.flat_grad)\n",
+                      "    dist.reduce_scatter_tensor(grad, flat.flat_grad / world_size)\n",
+                      "    master.grad = grad.float() / world_size\n", "    master.grad = grad.float()\n")
+    run = zb.grading.run_part("zero", student, "parity", nproc=3)
+    assert all(d == 0 for r in run.ranks for d in r["diff"].values()), [r["diff"] for r in run.ranks]
