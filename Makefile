@@ -43,7 +43,7 @@ book: $(STAMP)
 test: $(STAMP)
 	@mkdir -p _build && rm -rf $(CACHE)
 	@$(PHASES) \
-	  "tests and notebooks" "$(PYTEST) labs chapters tests -m 'not book and not slow'" \
+	  "tests and notebooks" "$(PYTEST) tests chapters labs -m 'not book and not slow'" \
 	  "book" "$(BOOK) > _build/book.log 2>&1 || (tail -n 80 _build/book.log; exit 1)" \
 	  "book tests" "$(PY) -m pytest tests -m book"
 
@@ -51,7 +51,7 @@ test: $(STAMP)
 test-all: $(STAMP)
 	@mkdir -p _build && rm -rf $(CACHE)
 	@$(PHASES) \
-	  "tests and notebooks" "$(PYTEST) labs chapters tests -m 'not book'" \
+	  "tests and notebooks" "$(PYTEST) tests chapters labs -m 'not book'" \
 	  "book" "$(BOOK) > _build/book.log 2>&1 || (tail -n 80 _build/book.log; exit 1)" \
 	  "book tests" "$(PY) -m pytest tests -m book"
 
