@@ -1,20 +1,27 @@
 """What the benchmark scripts share: the command line of a step-time benchmark, and printing a
-report (and saving it when asked)."""
+report (and saving it when asked: the text, and the measurements as JSON beside it, which the
+chapters read)."""
 import argparse
+import json
+import time
+from pathlib import Path
 
 import zerobook as zb
 
 
-def emit(text: str, save: str | None) -> None:
-    """Print the report, and write it to `save` too when given."""
+def emit(text: str, save: str | None, data=None) -> None:
+    """Print the report; with `save` (a .md path) write it there, and `data` (the measurements)
+    to the same name with .json, with the date they were taken."""
     print(text)
     if save:
-        with open(save, "w") as f:
-            f.write(text + "\n")
+        Path(save).write_text(text + "\n")
+        if data is not None:
+            record = {"date": time.strftime("%Y-%m-%d"), "results": data}
+            Path(save).with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
 
 
-def step_time_benchmark(lab: str, report, **defaults) -> None:
-    """Launch `zerobook.labs.<lab>` for each --world-sizes (model size and rounds passed on) and
+def step_time_benchmark(run: str, report, **defaults) -> None:
+    """Launch `zerobook.runs.<run>` for each --world-sizes (model size and rounds passed on) and
     emit `report({N: rank 0's report})`; `defaults` override the command line's defaults."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 4])
@@ -26,6 +33,6 @@ def step_time_benchmark(lab: str, report, **defaults) -> None:
     parser.set_defaults(**defaults)
     cli = parser.parse_args()
     args = ["--rounds", cli.rounds, "--hidden", cli.hidden, "--layers", cli.layers, "--batch", cli.batch]
-    results = {n: zb.torchrun(f"zerobook.labs.{lab}", nproc=n, echo=False, timeout=1200, args=args).ranks[0]
+    results = {n: zb.torchrun(f"zerobook.runs.{run}", nproc=n, echo=False, timeout=1200, args=args).ranks[0]
                for n in cli.world_sizes}
-    emit(report(results), cli.save)
+    emit(report(results), cli.save, results)

@@ -3,7 +3,7 @@
     python benchmarks/ring.py                 # N = 2 and 4, 1 KiB to 64 MiB, prints ratios
     python benchmarks/ring.py --world-sizes 4 --max-bytes 67108864
 
-Launches zerobook.labs.bandwidth with zb.torchrun (gloo on CPU, NCCL with one GPU per rank), fits
+Launches zerobook.runs.bandwidth with zb.torchrun (gloo on CPU, NCCL with one GPU per rank), fits
 the α-β model to each curve, and prints busbw (nccl-tests' convention, GB = 10^9 B) and the ratio
 ours / built-in at the largest size, measured in one run. Timings on a shared machine are noisy:
 this is a benchmark to read, not a test to pass.
@@ -21,7 +21,7 @@ from zerobook import traffic
 def measure(world_sizes, min_bytes: int, max_bytes: int, repeats: int) -> list[dict]:
     rows = []
     for n in world_sizes:
-        run = zb.torchrun("zerobook.labs.bandwidth", nproc=n, echo=False, timeout=1200,
+        run = zb.torchrun("zerobook.runs.bandwidth", nproc=n, echo=False, timeout=1200,
                           args=["--min-bytes", min_bytes, "--max-bytes", max_bytes, "--repeats", repeats])
         report = run.ranks[0]
         rows += [dict(row, world_size=n, backend=report["backend"]) for row in report["rows"]]
@@ -83,8 +83,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--save", help="also write the report to this file")
     cli = parser.parse_args()
-    text = report(measure(cli.world_sizes, cli.min_bytes, cli.max_bytes, cli.repeats))
-    emit(text, cli.save)
+    measured = measure(cli.world_sizes, cli.min_bytes, cli.max_bytes, cli.repeats)
+    emit(report(measured), cli.save, measured)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     python benchmarks/zero12.py                       # N = 2 and 4, prints ratios
     python benchmarks/zero12.py --world-sizes 4 --save benchmarks/results/zero12_cpu_gloo.md
 
-Launches zerobook.labs.zero_speed with zb.torchrun (gloo on CPU, NCCL with one GPU per rank) and
+Launches zerobook.runs.zero_speed with zb.torchrun (gloo on CPU, NCCL with one GPU per rank) and
 prints rank 0's median seconds per step of each method, then the ratios: our stage 1 / PyTorch's
 ZeroRedundancyOptimizer (goal <= 1.0), our stage 1 / DDP, and stage 2 with its reduce-scatters
 overlapping backward / waiting for each. Timings on a shared machine are noisy: a benchmark to

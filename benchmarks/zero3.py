@@ -3,7 +3,7 @@
     python benchmarks/zero3.py                       # N = 2 and 4, prints ratios
     python benchmarks/zero3.py --world-sizes 2 --save benchmarks/results/zero3_cpu_gloo.md
 
-Launches zerobook.labs.zero3_speed with zb.torchrun (gloo on CPU, NCCL with one GPU per rank) and
+Launches zerobook.runs.zero3_speed with zb.torchrun (gloo on CPU, NCCL with one GPU per rank) and
 prints rank 0's median seconds per step of each method, the ratios ours / FSDP2 without and with
 prefetch (goal <= 1.0), the overlap efficiency of our prefetch,
 (T_no_prefetch - T_prefetch) / min(T_comm, T_compute), with T_comm and T_compute summed from our

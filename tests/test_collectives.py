@@ -28,7 +28,7 @@ def test_ring_all_reduce_equals_all_reduce_and_sends_2_n_minus_1_over_n(world_si
 
 
 def test_the_meter_counts_a_parameter_server_and_a_ring_exactly():
-    run = zb.torchrun("zerobook.labs.ring_trace", nproc=4, echo=False)
+    run = zb.torchrun("zerobook.runs.ring_trace", nproc=4, echo=False)
     size, n = run.ranks[0]["size_bytes"], 4
     assert all(r["equal"] for r in run.ranks)
     assert all(r["ring_sent"] == r["ring_received"] == 2 * (n - 1) * size // n for r in run.ranks)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick l
 
 
 def test_four_ranks_report_back_and_all_reduce(capsys):
-    result = zb.torchrun("zerobook.labs.hello", nproc=4)
+    result = zb.torchrun("zerobook.runs.hello", nproc=4)
     assert [r["rank"] for r in result.ranks] == [0, 1, 2, 3]
     assert all(r["total"] == 1 + 2 + 3 + 4 for r in result.ranks)
     assert {r["backend"] for r in result.ranks} == {"gloo"}
@@ -29,7 +29,7 @@ def test_four_ranks_report_back_and_all_reduce(capsys):
 
 
 def test_output_is_free_of_torchrun_banners_and_rename_warnings():
-    result = zb.torchrun("zerobook.labs.hello", nproc=2, echo=False)
+    result = zb.torchrun("zerobook.runs.hello", nproc=2, echo=False)
     for noise in ("torch.distributed.run", "OMP_NUM_THREADS", "is deprecated", "FutureWarning",
                   "W1", "I1", "elastic"):
         assert noise not in result.log, noise
@@ -104,7 +104,7 @@ def test_two_launches_at_once_both_succeed():
     results = [None, None]
 
     def launch(i):
-        results[i] = zb.torchrun("zerobook.labs.hello", nproc=2, echo=False)
+        results[i] = zb.torchrun("zerobook.runs.hello", nproc=2, echo=False)
 
     threads = [threading.Thread(target=launch, args=(i,)) for i in range(2)]
     for t in threads:
@@ -136,16 +136,16 @@ def test_a_target_that_does_not_exist_fails_before_anything_starts():
     with pytest.raises(zb.LaunchError, match="no such script"):
         zb.torchrun("no/such/file.py")
     with pytest.raises(zb.LaunchError, match="neither a .py file nor an importable module"):
-        zb.torchrun("zerobook.labs.no_such_lab")
+        zb.torchrun("zerobook.runs.no_such_run")
     with pytest.raises(ValueError, match="nproc must be >= 1"):
-        zb.torchrun("zerobook.labs.hello", nproc=0)
+        zb.torchrun("zerobook.runs.hello", nproc=0)
 
 
 def test_the_same_script_runs_without_torchrun_as_world_size_1():
     env = dict(os.environ, OMP_NUM_THREADS="1")
     for key in ("RANK", "WORLD_SIZE", "ZEROBOOK_REPORT_DIR"):
         env.pop(key, None)
-    out = subprocess.run([sys.executable, "-m", "zerobook.labs.hello"], env=env, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "zerobook.runs.hello"], env=env, cwd=ROOT,
                          capture_output=True, text=True, timeout=120, check=True).stdout
     assert "world_size=1" in out and '"total": 1.0' in out
 
@@ -172,7 +172,8 @@ def test_a_rank_killed_by_a_signal_is_named_not_the_peers_that_lost_it(unique_ta
 def test_a_rank_that_only_lost_its_peer_is_not_named_first(tmp_path):
     """The peer timed out and gloo closed the link before the peer's record was written: the rank
     that saw "Connection closed by peer" recorded first, but the cause is the other rank."""
-    from zerobook.launch import _raise_if_failed, _Stream
+    from zerobook.failures import raise_if_failed
+    from zerobook.launch import _Stream
 
     records = [(0, 1.0, "RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:1"),
                (1, 2.0, "RuntimeError: Timed out waiting 10000ms for send operation to complete")]
@@ -180,5 +181,5 @@ def test_a_rank_that_only_lost_its_peer_is_not_named_first(tmp_path):
         (tmp_path / f"rank{rank}.error.json").write_text(json.dumps(
             {"rank": rank, "time": when, "summary": summary, "traceback": summary, "collective": "send"}))
     with pytest.raises(zb.LaunchError) as caught:
-        _raise_if_failed(str(tmp_path), _Stream(echo=False), "target")
+        raise_if_failed(str(tmp_path), _Stream(echo=False), "target")
     assert caught.value.rank == 1

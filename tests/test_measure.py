@@ -1,67 +1,14 @@
-"""zerobook.models, zerobook.precision and zerobook.measure: bytes counted from real tensors."""
-import pytest
+"""zerobook.measure: bytes counted from real tensors (each storage once), saved activations."""
 import torch
 
-from zerobook import measure, memory
-from zerobook.models import GPT, GPTConfig, random_batch
-from zerobook.precision import MixedPrecisionAdamW
-
-CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
-
-
-def test_the_model_has_exactly_the_formulas_parameters():
-    model = GPT(CONFIG)
-    assert measure.num_params(model) == memory.transformer_params(CONFIG.hidden, CONFIG.layers, CONFIG.vocab)
-    # the output layer is the embedding: tied, counted once
-    assert sum(p.numel() for p in model.parameters()) == measure.num_params(model)
+from zerobook import measure
+from zerobook.models import GPT, GPTConfig
 
 
 def test_unique_bytes_counts_a_storage_once():
     base = torch.zeros(100)
     assert measure.unique_bytes([base, base[:10], base.view(10, 10)]) == 400
     assert measure.unique_bytes([base, torch.zeros(100)]) == 800
-
-
-STEP_COUNTER_BYTES = 4  # AdamW's step: one float32 scalar per parameter tensor
-
-
-def one_step(model, optimizer):
-    model.loss(random_batch(CONFIG, 4)).backward()
-    optimizer.step()
-
-
-def test_fp32_adamw_holds_16_bytes_per_parameter():
-    model = GPT(CONFIG)
-    optimizer = torch.optim.AdamW(model.parameters())
-    one_step(model, optimizer)
-    psi, tensors = measure.num_params(model), len(list(model.parameters()))
-    held = measure.model_state_bytes(model, optimizer)
-    assert (held.params, held.grads) == (4 * psi, 4 * psi)
-    assert held.optimizer == 8 * psi + STEP_COUNTER_BYTES * tensors  # momentum, variance, a step each
-
-
-def test_mixed_precision_adamw_holds_2_2_12_bytes_per_parameter():
-    model = GPT(CONFIG).to(torch.bfloat16)
-    optimizer = MixedPrecisionAdamW(model.parameters())
-    one_step(model, optimizer)
-    psi, tensors = measure.num_params(model), len(list(model.parameters()))
-    held = measure.model_state_bytes(model, optimizer)
-    assert (held.params, held.grads) == (2 * psi, 2 * psi)
-    assert held.optimizer == 12 * psi + STEP_COUNTER_BYTES * tensors  # fp32 master, momentum, variance
-    assert all(m.grad is None for m in optimizer.master)  # no fp32 gradients kept after the step
-
-
-def test_mixed_precision_step_matches_fp32_adamw_on_the_master_weights():
-    torch.manual_seed(0)
-    reference = GPT(CONFIG)
-    model = GPT(CONFIG).to(torch.bfloat16)
-    model.load_state_dict({k: v.to(torch.bfloat16) for k, v in reference.state_dict().items()})
-    optimizer = MixedPrecisionAdamW(model.parameters(), lr=1e-2)
-    master_before = [m.detach().clone() for m in optimizer.master]
-    one_step(model, optimizer)
-    for param, master, before in zip(model.parameters(), optimizer.master, master_before):
-        assert not torch.equal(master, before)  # the step moved the fp32 weights
-        assert torch.equal(param, master.to(torch.bfloat16))  # and the model holds their bf16 copy
 
 
 def test_saved_activations_exclude_parameters_and_count_views_once():

@@ -28,3 +28,78 @@ def test_importing_zerobook_loads_neither_torch_nor_the_launcher_nor_matplotlib(
 def test_a_rank_loads_nothing_of_the_notebook_side():
     run = zb.torchrun(TARGETS / "modules.py", nproc=2, echo=False)
     assert [r["loaded"] for r in run.ranks] == [[], []]
+
+
+PACKAGE = ROOT / "zerobook"
+NOTEBOOK_SIDE = {"zerobook.launch", "zerobook.failures", "zerobook.plots", "zerobook.widgets",
+                 "zerobook.grading", "zerobook.cluster"}
+
+
+def module_name(path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def imported(path) -> set[str]:
+    """The zerobook modules a file imports (`import zerobook.x`, `from zerobook.x import y`,
+    `from zerobook import x`)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("zerobook")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("zerobook"):
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+RANK_SIDE = [p for p in PACKAGE.rglob("*.py") if module_name(p) not in NOTEBOOK_SIDE | {"zerobook"}]
+
+
+@pytest.mark.parametrize("path", RANK_SIDE, ids=lambda p: module_name(p))
+def test_the_rank_side_never_imports_the_notebook_side(path):
+    assert not imported(path) & NOTEBOOK_SIDE, imported(path) & NOTEBOOK_SIDE
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "runs").glob("*.py")) + sorted((PACKAGE / "labs").glob("*.py")),
+                         ids=lambda p: module_name(p))
+def test_runs_and_lab_harnesses_do_not_import_each_other(path):
+    """What a run and a harness both need lives in a library module."""
+    others = {i for i in imported(path) if i.startswith(("zerobook.runs.", "zerobook.labs."))}
+    allowed = {"zerobook.labs.harness"} if path.parent.name == "labs" else set()
+    assert others <= allowed | {f"zerobook.labs.harness.{n}" for n in ("call_student", "load_student", "parse_args")}
+
+
+def test_no_graded_harness_touches_a_private_name():
+    """Harnesses use public hook points only: renaming a private attribute cannot break a lab."""
+    import ast
+
+    touched = {}
+    for path in (PACKAGE / "labs").glob("*.py"):
+        names = {n.attr for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)
+                 and n.attr.startswith("_") and not n.attr.startswith("__")}
+        if names:
+            touched[path.name] = names
+    assert not touched
+
+
+def test_the_hook_points_the_labs_use_exist():
+    """The public names the lab harnesses and the students' docstrings rely on, pinned: a refactor
+    that renames one fails here in a second, not in the grading round trip."""
+    from zerobook.zero import Zero2AdamW, Zero3
+    from zerobook.zero.units import Unit
+
+    for name in ("on_grad", "launch", "flat", "grad_shard", "in_flight", "max_in_flight", "finish_backward"):
+        assert hasattr(Zero2AdamW, name) or name in Zero2AdamW.__init__.__code__.co_names, name
+    for name in ("where", "offset", "buffers", "arrived"):  # set in __init__
+        assert name in Zero2AdamW.__init__.__code__.co_names, name
+    for name in ("before_forward", "log", "forward_order", "events", "units", "gather_all", "persistent_tensors"):
+        assert hasattr(Zero3, name) or name in Zero3.__init__.__code__.co_names, name
+    for name in ("start_gather", "wait_gather", "free", "gathered", "log", "pending", "shard", "full_bytes"):
+        assert hasattr(Unit, name) or name in Unit.__init__.__code__.co_names, name
+
+
+def test_every_module_stays_under_300_lines():
+    long = {module_name(p): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 300}
+    assert not long

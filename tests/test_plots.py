@@ -8,10 +8,12 @@ import matplotlib.colors as mcolors  # noqa: E402
 import pytest  # noqa: E402
 
 from zerobook import plots  # noqa: E402
+from zerobook.zero.timeline import Event  # noqa: E402
 
-EVENTS = [(0.000, "gather", "blocks.0", 10), (0.001, "compute", "blocks.0", 10), (0.003, "computed", "blocks.0", 0),
-          (0.004, "gather (backward)", "blocks.0", 10), (0.005, "backward", "blocks.0", 10),
-          (0.007, "reduce-scatter", "blocks.0", 10), (0.008, "reduced", "blocks.0", 0)]
+EVENTS = [Event(0.000, "gather", "blocks.0", 10), Event(0.001, "compute", "blocks.0", 10),
+          Event(0.003, "computed", "blocks.0", 0), Event(0.004, "gather (backward)", "blocks.0", 10),
+          Event(0.005, "backward", "blocks.0", 10), Event(0.007, "reduce-scatter", "blocks.0", 10),
+          Event(0.008, "reduced", "blocks.0", 0)]
 TRACE = [[{"phase": "reduce-scatter", "step": 0, "holding": [1, 3]}], [{"phase": "reduce-scatter", "step": 0, "holding": [3, 2]}]]
 ROWS = [{"impl": "ring", "world_size": 2, "bytes": b, "seconds": 1e-4 + b / 1e9} for b in (1e3, 1e5, 1e7)]
 

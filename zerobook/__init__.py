@@ -11,8 +11,8 @@ __version__ = "0.1.0"
 SUBMODULES = {
     "memory", "traffic", "zero_paper", "hardware",  # pure arithmetic, no torch
     "dist", "rank_entry", "collectives", "comm", "measure", "models", "ddp", "precision", "parity",
-    "checkpointing", "zero", "labs",  # the rank side
-    "launch", "plots", "widgets", "grading", "cluster",  # the notebook side
+    "recompute", "sharded_checkpoint", "training", "fsdp2", "zero", "runs", "labs",  # the rank side
+    "launch", "failures", "plots", "widgets", "grading", "cluster",  # the notebook side
 }
 ATTRIBUTES = {  # name -> the module it comes from
     "Rank": "zerobook.dist", "setup": "zerobook.dist", "report": "zerobook.dist",

@@ -1,8 +1,8 @@
 """Launching beyond one machine: the torchrun command for each node of a multi-node job, and a
 SLURM batch script that runs it.
 
-    multinode_command("zerobook.labs.hello", nnodes=2, nproc_per_node=8, endpoint="node0:29500")
-    print(slurm_script("zerobook.labs.hello", nodes=2, gpus_per_node=8))
+    multinode_command("zerobook.runs.hello", nnodes=2, nproc_per_node=8, endpoint="node0:29500")
+    print(slurm_script("zerobook.runs.hello", nodes=2, gpus_per_node=8))
 
 The rank scripts do not change: `zb.setup()` reads what torchrun sets (RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR) and picks NCCL when every local rank has a GPU. Every node runs the same

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -115,11 +115,14 @@ def teardown() -> None:
 
 
 def _jsonable(value):
-    """Tensors and NumPy values become lists/numbers; anything else JSON cannot hold is an error."""
+    """Tensors and NumPy values become lists/numbers, typed records (dataclasses) dicts of their
+    fields; anything else JSON cannot hold is an error."""
     if hasattr(value, "tolist"):
         return value.tolist()
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
     raise TypeError(f"zb.report: cannot send a {type(value).__name__} back as JSON; "
-                    "send numbers, strings, lists, dicts or tensors")
+                    "send numbers, strings, lists, dicts, tensors or dataclasses")
 
 
 def report(**values) -> None:

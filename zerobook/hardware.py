@@ -12,6 +12,3 @@ H100_SXM = {
     "fp8_sparse": 3957.8 * TFLOPS,
     "memory_bytes": 80e9,
 }
-A100_80GB_MEMORY_BYTES = 80e9
-H200_MEMORY_BYTES = 141e9
-V100_32GB_MEMORY_BYTES = 32e9  # the ZeRO paper's GPUs

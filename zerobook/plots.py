@@ -4,6 +4,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from zerobook import memory
+from zerobook.zero.timeline import events_from, timeline_bars
 
 # Okabe & Ito's palette, safe for the common kinds of colour blindness.
 PALETTE = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
@@ -135,30 +136,6 @@ def gradient_bytes_chart(held: dict[str, list[int]], lines: dict[str, float], ti
     return fig
 
 
-def timeline_bars(events: list) -> list[tuple[str, float, float, str]]:
-    """(lane, start, end, unit) bars from Zero3AdamW's events, root left out (its forward and
-    backward enclose everyone else's). Communication: from a gather's issue (or prefetch) to the
-    moment the unit can compute, and from a reduce-scatter's start to its end; computation: forward
-    from "compute" to "computed", backward from "backward" to the unit's reduce-scatter."""
-    bars, issued, started = [], {}, {}
-    for t, what, unit, _ in events:
-        if unit == "root":
-            continue
-        if what in ("gather", "gather (backward)", "gather (recompute)", "prefetch"):
-            issued.setdefault(unit, t)
-        elif what in ("compute", "backward"):
-            bars.append(("communication", issued.pop(unit), t, unit))
-            started[unit] = t
-        elif what == "computed":
-            bars.append(("computation", started.pop(unit), t, unit))
-        elif what == "reduce-scatter":
-            bars.append(("computation", started.pop(unit), t, unit))
-            issued[unit] = t
-        elif what == "reduced":
-            bars.append(("communication", issued.pop(unit), t, unit))
-    return bars
-
-
 def timeline_chart(runs: dict[str, list]):
     """One Gantt chart per run (name -> events): communication and computation lanes, in ms."""
     lanes = {"communication": (PALETTE["orange"], 1), "computation": (PALETTE["blue"], 0)}
@@ -180,7 +157,8 @@ def gathered_bytes_chart(runs: dict[str, list], lines: dict[str, float], kept: i
     colors = [PALETTE["black"], PALETTE["blue"], PALETTE["orange"], PALETTE["green"]]
     fig, ax = plt.subplots(figsize=(7, 3.8))
     for (name, events), color in zip(runs.items(), colors):
-        ax.step([e[0] * 1e3 for e in events], [(kept + e[3]) / 1024 for e in events], where="post",
+        events = events_from(events)
+        ax.step([e.t * 1e3 for e in events], [(kept + e.gathered) / 1024 for e in events], where="post",
                 color=color, label=name)
     for (label, value), style in zip(lines.items(), [":", "-.", "--", (0, (1, 3))]):
         ax.axhline(value / 1024, linestyle=style, color="grey", linewidth=1)

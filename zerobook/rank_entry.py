@@ -2,7 +2,7 @@
 
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.rank_entry TARGET [ARGS...]
 
-TARGET is a module name (`zerobook.labs.hello`) or a path to a `.py` file. If it raises, this
+TARGET is a module name (`zerobook.runs.hello`) or a path to a `.py` file. If it raises, this
 rank prints the traceback, leaves a timestamped record for the launcher (so the notebook names
 the rank that failed first, not the peers that lost it), and exits at once: a rank that died
 mid-collective must not hang in the process group's shutdown.

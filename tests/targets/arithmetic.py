@@ -10,7 +10,7 @@ import argparse
 import torch
 
 import zerobook as zb
-from zerobook.labs import fsdp2_side_by_side, zero_parity
+from zerobook.runs import fsdp2_side_by_side, zero_parity
 from zerobook.models import GPTConfig
 
 parser = argparse.ArgumentParser()

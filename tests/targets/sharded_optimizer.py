@@ -17,8 +17,9 @@ import torch
 
 import zerobook as zb
 from zerobook.ddp import average_gradients
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.models import GPT, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
+from zerobook.training import flat_weights, rank_batch
 from zerobook.zero import ShardedOptimizer
 
 CONFIG = GPTConfig(vocab=64, hidden=32, layers=2, heads=4, seq_len=16)
@@ -52,7 +53,7 @@ def build(kind: str, sharded: bool):
 def train(model, optimizer, scheduler, steps: range, me: zb.Rank) -> dict:
     lrs, losses = [], []
     for step in steps:
-        batch = random_batch(CONFIG, BATCH * me.world_size, seed=step)[me.rank * BATCH:(me.rank + 1) * BATCH]
+        batch = rank_batch(CONFIG, BATCH, step, me)
 
         def closure():
             optimizer.zero_grad()
@@ -75,10 +76,6 @@ def stepped_lrs(optimizer) -> list:
     mine = optimizer.local_group
     return [optimizer.local.param_groups[mine[i]]["lr"] if i in mine else None
             for i in range(len(optimizer.param_groups))]
-
-
-def weights(model) -> torch.Tensor:
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
 def same_state(a: dict, b: dict) -> bool:
@@ -115,8 +112,8 @@ def main() -> None:
         after = train(*resumed, range(half, STEPS), me)
         sharded[1].consolidate_state_dict(to=None)
     zb.report(expected_lrs=expected["lrs"], lrs=first["lrs"] + second["lrs"], resumed_lrs=after["lrs"],
-              sharded_diff=(weights(sharded[0]) - weights(reference[0])).abs().max().item(),
-              resumed_diff=(weights(resumed[0]) - weights(sharded[0])).abs().max().item(),
+              sharded_diff=(flat_weights(sharded[0]) - flat_weights(reference[0])).abs().max().item(),
+              resumed_diff=(flat_weights(resumed[0]) - flat_weights(sharded[0])).abs().max().item(),
               resumed_losses_equal=after["losses"] == second["losses"],
               state_equal=same_state(sharded[1].state_dict(), reference[1].state_dict()),
               closure_losses=first["losses"], owned=[len(o) for o in sharded[1].owned])

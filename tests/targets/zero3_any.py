@@ -13,9 +13,10 @@ from torch import nn
 
 import zerobook as zb
 from zerobook.ddp import average_gradients
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
+from zerobook.training import flat_weights, rank_batch
 from zerobook.zero import Zero3
 
 CONFIG = GPTConfig(vocab=64, hidden=32, layers=2, heads=4, seq_len=16)
@@ -39,13 +40,9 @@ class MixedLayout(nn.Module):
         return self.head(self.norm(x.float()).to(x.dtype))
 
 
-def weights(model) -> torch.Tensor:
-    return torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
-
-
 def train(model, optimizer, me: zb.Rank, ddp: bool) -> torch.Tensor:
     for step in range(STEPS):
-        batch = random_batch(CONFIG, BATCH * me.world_size, seed=step)[me.rank * BATCH:(me.rank + 1) * BATCH]
+        batch = rank_batch(CONFIG, BATCH, step, me)
         next_token_loss(model, batch).backward()
         if ddp:
             average_gradients(model)
@@ -53,7 +50,7 @@ def train(model, optimizer, me: zb.Rank, ddp: bool) -> torch.Tensor:
         optimizer.zero_grad()
     if not ddp:
         optimizer.gather_all()
-    return weights(model)
+    return flat_weights(model)
 
 
 def mixed(dtype, me: zb.Rank) -> dict:

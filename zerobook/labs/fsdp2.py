@@ -18,16 +18,16 @@ import tempfile
 from pathlib import Path
 
 import torch
-from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FSDPModule
 
 import zerobook as zb
 from zerobook.comm import CommMeter
-from zerobook.labs.dcp_resume import state_digests
-from zerobook.labs.fsdp2_side_by_side import full_weights, kept_bytes
+from zerobook.fsdp2 import full_weights, kept_bytes, mesh_of
 from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
+from zerobook.sharded_checkpoint import state_digests
+from zerobook.training import rank_batch
 from zerobook.zero import Zero3AdamW
 
 PARTS = ["parity", "memory", "traffic", "prefetch", "checkpoint"]
@@ -39,8 +39,7 @@ def student_model(student, me: zb.Rank):
     """The student's FSDP2 model (from the same bf16-representable weights as ours) and AdamW."""
     torch.manual_seed(0)
     model = GPT(CONFIG).to(torch.bfloat16).float().to(me.device)
-    mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
-    model = call_student(student, "shard", model, mesh) or model
+    model = call_student(student, "shard", model, mesh_of(me)) or model
     call_student(student, "prefetch", model)
     return model, torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
 
@@ -52,8 +51,7 @@ def our_model(me: zb.Rank):
 
 
 def step(model, optimizer, index: int, me: zb.Rank) -> float:
-    tokens = random_batch(CONFIG, BATCH * me.world_size, seed=index)[me.rank * BATCH:(me.rank + 1) * BATCH]
-    loss = next_token_loss(model, tokens.to(me.device))
+    loss = next_token_loss(model, rank_batch(CONFIG, BATCH, index, me))
     loss.backward()
     optimizer.step()
     optimizer.zero_grad()

@@ -20,9 +20,10 @@ import zerobook as zb
 from zerobook import measure
 from zerobook.comm import CommMeter
 from zerobook.labs.harness import call_student, load_student, parse_args
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.models import GPT, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
+from zerobook.training import flat_weights, rank_batch
 from zerobook.zero import FlatParams, Zero2AdamW
 
 PARTS = ["parity", "memory", "traffic"]
@@ -61,10 +62,14 @@ class StudentZero1:
 
 
 def student_zero2(model, student) -> Zero2AdamW:
-    """Our Zero2AdamW with the student's hook in place of ours."""
-    hook = torch.no_grad()(lambda opt, param: call_student(student, "on_grad", opt, param))
-    cls = type("StudentZero2", (Zero2AdamW,), {"_on_grad": hook})
-    return cls(model.parameters(), lr=LR, weight_decay=0.01, bucket_numel=BUCKET_NUMEL)
+    """Our Zero2AdamW with the student's hook in place of ours (its public hook point on_grad)."""
+
+    class StudentZero2(Zero2AdamW):
+        @torch.no_grad()
+        def on_grad(self, param):
+            call_student(student, "on_grad", self, param)
+
+    return StudentZero2(model.parameters(), lr=LR, weight_decay=0.01, bucket_numel=BUCKET_NUMEL)
 
 
 def optimizer_for(method: str, model, student, me):
@@ -91,22 +96,14 @@ def step(method: str, model, optimizer, batch, average: str = "sum / N") -> None
     optimizer.zero_grad()
 
 
-def batch_for(me: zb.Rank, step_index: int) -> torch.Tensor:
-    return random_batch(CONFIG, BATCH * me.world_size, seed=step_index)[me.rank * BATCH:(me.rank + 1) * BATCH]
-
-
 def train(method: str, student, me: zb.Rank, steps: int = STEPS, average: str = "sum / N"):
     """(model, optimizer) after `steps` steps from seed 0."""
     torch.manual_seed(0)
     model = GPT(CONFIG)
     optimizer = optimizer_for(method, model, student, me)
     for index in range(steps):
-        step(method, model, optimizer, batch_for(me, index), average)
+        step(method, model, optimizer, rank_batch(CONFIG, BATCH, index, me), average)
     return model, optimizer
-
-
-def flat_weights(model) -> torch.Tensor:
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
 def matched_everywhere(diff: dict) -> bool:
@@ -144,7 +141,7 @@ def gradient_peak(student, me: zb.Rank) -> dict:
         held.append(measure.unique_bytes(tensors))
 
     hooks = [p.register_post_accumulate_grad_hook(record) for p in params]  # after the student's
-    next_token_loss(model, batch_for(me, 1)).backward()
+    next_token_loss(model, rank_batch(CONFIG, BATCH, 1, me)).backward()
     for hook in hooks:
         hook.remove()
     opt.step()
@@ -164,7 +161,7 @@ def traffic(student, me: zb.Rank) -> dict:
     for method in ("zero1", "zero2"):
         model, optimizer = train(method, student, me, steps=1)
         with CommMeter() as meter:
-            step(method, model, optimizer, batch_for(me, 1))
+            step(method, model, optimizer, rank_batch(CONFIG, BATCH, 1, me))
         out[method] = {op: e.get("bus_bytes", e["bytes"]) / 4 for op, e in meter.summary().items()}
         out[method + "_padded"] = optimizer.flat.padded
     return out

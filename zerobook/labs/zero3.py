@@ -20,10 +20,12 @@ from zerobook import measure
 from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
 from zerobook.labs.harness import call_student, load_student, parse_args
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
-from zerobook.parity import ordered_sums
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.parity import Done, ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
-from zerobook.zero import Zero3AdamW
+from zerobook.training import flat_weights, rank_batch
+from zerobook.zero import Prefetch, Zero3AdamW
+from zerobook.zero.timeline import peak
 from zerobook.zero.units import Unit
 
 PARTS = ["parity", "memory", "traffic", "order"]
@@ -38,33 +40,26 @@ def student_classes(student):
         def start_gather(self):
             if self.gathered or self.pending is not None:
                 return
-            self.owner._log("gather issued", self)
+            self.log("gather issued", self)
             self.pending = call_student(student, "gather", self, True)
             if self.pending is None:  # a synchronous gather: nothing to wait for
-                self.pending = _Done()
+                self.pending = Done()
 
         def free(self):
             call_student(student, "discard", self)
 
     class StudentZero3(Zero3AdamW):
-        def _before_forward(self, unit):
+        def before_forward(self, unit):
             call_student(student, "before_forward", self, unit)
-            self._log("compute", unit)
+            self.log("compute", unit)
 
     return StudentUnit, StudentZero3
 
 
-class _Done:
-    def wait(self):
-        return True
-
-
 def build(student, model):
     unit_cls, zero_cls = student_classes(student)
-    zero = zero_cls(model, unit_types=(Block,), lr=LR, weight_decay=0.01, reshard_root=True,
-                    forward_prefetch=True, unit_cls=unit_cls)
-    unit_cls.owner = zero  # the units log the gathers they issue into its timeline
-    return zero
+    return zero_cls(model, unit_types=(Block,), lr=LR, weight_decay=0.01, reshard_root=True,
+                    prefetch=Prefetch(forward=True), unit_cls=unit_cls)
 
 
 def train(method: str, student, me: zb.Rank, steps: int = STEPS):
@@ -80,7 +75,7 @@ def train(method: str, student, me: zb.Rank, steps: int = STEPS):
 
 
 def one_step(method: str, model, optimizer, me: zb.Rank, index: int) -> None:
-    tokens = random_batch(CONFIG, BATCH * me.world_size, seed=index)[me.rank * BATCH:(me.rank + 1) * BATCH]
+    tokens = rank_batch(CONFIG, BATCH, index, me)
     if method != "ddp":
         optimizer.events = []
     next_token_loss(model, tokens).backward()
@@ -95,15 +90,14 @@ def parity(student, me: zb.Rank) -> dict:
         reference, _ = train("ddp", student, me)
         model, zero = train("zero3", student, me)
     zero.gather_all()
-    flat = lambda m: torch.cat([p.detach().reshape(-1) for p in m.parameters()])  # noqa: E731
-    return {"diff": (flat(model) - flat(reference)).abs().max().item(),
-            "weight_scale": flat(reference).abs().max().item()}
+    return {"diff": (flat_weights(model) - flat_weights(reference)).abs().max().item(),
+            "weight_scale": flat_weights(reference).abs().max().item()}
 
 
 def memory(student, me: zb.Rank) -> dict:
     _, zero = train("zero3", student, me, steps=2)
     units = {u.name: u.full_bytes for u in zero.units}
-    return {"peak": max(e[3] for e in zero.events), "units": units, "world_size": me.world_size,
+    return {"peak": peak(zero.events), "units": units, "world_size": me.world_size,
             "persistent": measure.unique_bytes(zero.persistent_tensors()),
             "padded": sum(u.flat.padded for u in zero.units), "runs": len(zero.runs)}
 
@@ -118,7 +112,7 @@ def traffic(student, me: zb.Rank) -> dict:
 
 def order(student, me: zb.Rank) -> dict:
     _, zero = train("zero3", student, me, steps=2)
-    return {"events": [(what, unit) for _, what, unit, _ in zero.events],
+    return {"events": [(e.what, e.unit) for e in zero.events],
             "blocks": [u.name for u in zero.units if u.name != "root"]}
 
 

@@ -7,12 +7,16 @@
     units.py   ZeRO-3's unit: a module's parameters as a shard, gathered only while in use
     stage3.py  ZeRO-3 (FSDP): shard the parameters too, gathered and freed unit by unit (Zero3
                takes any torch.optim optimizer; Zero3AdamW is it with AdamW)
+    prefetch.py  which unit to gather ahead, and the limit on units gathered (Prefetch)
+    timeline.py  ZeRO-3's events as typed records (Event), their Gantt bars, profiler ranges
     sharded_optimizer.py  ZeRO-1 over any torch.optim optimizer (like ZeroRedundancyOptimizer)
 """
 from zerobook.zero.flat import FlatParams
+from zerobook.zero.prefetch import Prefetch
 from zerobook.zero.sharded_optimizer import ShardedOptimizer
 from zerobook.zero.stage1 import Zero1AdamW
 from zerobook.zero.stage2 import Zero2AdamW
 from zerobook.zero.stage3 import Zero3, Zero3AdamW
+from zerobook.zero.timeline import Event
 
-__all__ = ["FlatParams", "ShardedOptimizer", "Zero1AdamW", "Zero2AdamW", "Zero3", "Zero3AdamW"]
+__all__ = ["Event", "FlatParams", "Prefetch", "ShardedOptimizer", "Zero1AdamW", "Zero2AdamW", "Zero3", "Zero3AdamW"]

@@ -45,7 +45,7 @@ class Zero2AdamW(Zero1AdamW):
         self.syncing = True
         self.timeline: list[tuple[str, int]] = []  # (event, gradient bytes held), for the plots
         self.live_bytes = self.peak_bytes = self._owned_bytes()
-        self.hooks = [p.register_post_accumulate_grad_hook(self._on_grad) for p in flat.params]
+        self.hooks = [p.register_post_accumulate_grad_hook(self.on_grad) for p in flat.params]
 
     def make_flat(self, params, world_size: int) -> FlatParams:
         """Stage 2: many buckets, and no full flat gradient buffer."""
@@ -67,9 +67,13 @@ class Zero2AdamW(Zero1AdamW):
             self.syncing = True
 
     @torch.no_grad()
-    def _on_grad(self, param: torch.Tensor) -> None:
+    def on_grad(self, param: torch.Tensor) -> None:
         """Add a fresh gradient into its bucket; a bucket whose parameters have all arrived
-        (and we are syncing) starts its reduce-scatter. Runs once per parameter per backward."""
+        (and we are syncing) starts its reduce-scatter. Runs once per parameter per backward.
+
+        The hook point Lab 3 replaces; what it may use: `where[id(param)]` (its bucket's index),
+        `offset[id(param)]` (where it starts in the flat layout), `buffers` (bucket index -> its
+        gradient buffer), `arrived` (gradients delivered per bucket), `launch(index)`."""
         index = self.where[id(param)]
         bucket = self.flat.buckets[index]
         if index not in self.buffers:

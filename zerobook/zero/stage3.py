@@ -19,17 +19,11 @@ import time
 import torch
 import torch.distributed as dist
 
-from torch.profiler import record_function
-
 from zerobook.precision import param_groups
 from zerobook.zero.master import MasterShard
+from zerobook.zero.prefetch import Prefetch, orders, prefetch_after
+from zerobook.zero.timeline import Event, ProfilerSpans
 from zerobook.zero.units import Unit, wrap_policy
-
-
-SPANS = {"gather": "wait all-gather", "gather (recompute)": "wait all-gather", "compute": "forward",
-         "gather (backward)": "wait all-gather", "backward": "backward",
-         "reduce-scatter": "reduce-scatter"}  # event -> the profiler range it opens
-SPAN_ENDS = {"compute", "computed", "backward", "reduce-scatter", "reduced"}  # events that close one
 
 
 def in_backward() -> bool:
@@ -42,21 +36,26 @@ class Zero3(MasterShard):
     """Any torch.optim optimizer over a model whose parameters, gradients and optimizer state are
     all sharded: `optimizer_class(groups, **optimizer_options)` steps each rank's fp32 master
     shards (one tensor per run of a parameter group), as FSDP lets any optimizer step its shards.
-    Each unit keeps its own dtype (an fp32 norm in the root beside bf16 blocks, say)."""
+    Each unit keeps its own dtype (an fp32 norm in the root beside bf16 blocks, say).
+
+    Options: `prefetch` (a `Prefetch`: what to gather ahead), `reshard_root` (free the root after
+    forward too), `offload="cpu"` (ZeRO-Offload: the master and the optimizer in host memory),
+    `recompute_aware=False` (the naive hooks the checkpointing chapter measures), `unit_cls` (a
+    Unit subclass: the labs' hook point). Hook points a subclass may replace: `before_forward`;
+    `log` records an event."""
 
     def __init__(self, model: torch.nn.Module, unit_types: tuple = (), optimizer_class=torch.optim.AdamW, *,
-                 groups=None, group=None, reshard_root: bool = False, forward_prefetch: bool = False,
-                 backward_prefetch: str | None = None, max_gathered: int | None = None,
-                 prefetch_depth: int = 1, recompute_aware: bool = True, offload=None, unit_cls=Unit,
-                 **optimizer_options):
+                 groups=None, group=None, prefetch: Prefetch = Prefetch(), reshard_root: bool = False,
+                 offload=None, recompute_aware: bool = True, unit_cls=Unit, **optimizer_options):
         self.group, self.world_size = group, dist.get_world_size(group)
-        self.units = [unit_cls(name, params, group) for name, params in wrap_policy(model, unit_types)]
+        self.units = [unit_cls(name, params, group, log=self.log) for name, params in wrap_policy(model, unit_types)]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
-        self.recompute_aware = recompute_aware  # False: the naive hooks the checkpointing chapter measures
-        self.offload = None if offload is None else torch.device(offload)  # ZeRO-Offload: "cpu"
-        self._prefetch_plan(forward_prefetch, backward_prefetch, max_gathered, prefetch_depth)
-        self.events: list[tuple] = []  # (seconds, what, unit, gathered bytes): the timeline
-        self.spans: dict[str, record_function] = {}  # open profiler ranges, for a Chrome trace
+        self.recompute_aware = recompute_aware
+        self.offload = None if offload is None else torch.device(offload)
+        self.prefetch = prefetch
+        self.forward_order, self.backward_order = orders(self.units)
+        self.events: list[Event] = []  # the timeline
+        self.spans = ProfilerSpans()  # for a Chrome trace
         groups = param_groups(groups or model.parameters())
         self.build_master(torch.cat([u.shard.float() for u in self.units]), self._runs(groups), groups,
                           optimizer_class, **optimizer_options)
@@ -84,74 +83,39 @@ class Zero3(MasterShard):
             offset += unit.shard.numel()
         return runs
 
-    def _prefetch_plan(self, forward: bool, backward: str | None, max_gathered: int | None, depth: int) -> None:
-        """Units run forward in the order of model.named_modules() (a stack of blocks does), and
-        backward in reverse, the root first (its output, the logits, is where backward starts).
-        backward: "pre" gathers the next unit when the current one's backward starts (more
-        overlap, one more unit in memory), "post" when its gradients are done, None never.
-        depth: how many units ahead to prefetch (FSDP2's set_modules_to_*_prefetch with that many).
-        max_gathered: skip a prefetch that would leave more non-root units gathered than this."""
-        if backward not in (None, "pre", "post"):
-            raise ValueError(f"backward_prefetch must be None, 'pre' or 'post', not {backward!r}")
-        if depth < 1 or (max_gathered is not None and max_gathered < 1):
-            raise ValueError(f"prefetch_depth and max_gathered must be >= 1, not {depth} and {max_gathered}")
-        blocks = [u for u in self.units if u.name != "root"]
-        root = [u for u in self.units if u.name == "root"]
-        self.forward_order, self.backward_order = root + blocks, root + blocks[::-1]
-        self.forward_prefetch, self.backward_prefetch, self.max_gathered = forward, backward, max_gathered
-        self.prefetch_depth = depth
-
-    def _prefetch_after(self, unit: Unit, order: list) -> None:
-        """Start gathering the `prefetch_depth` units after `unit` in `order` (async), nearest
-        first, unless the limit says no."""
-        index = order.index(unit)
-        for later in order[index + 1:index + 1 + self.prefetch_depth]:
-            if later.gathered or later.pending is not None:
-                continue
-            gathered = sum(u.gathered for u in self.units if u.name != "root")
-            if self.max_gathered is not None and gathered >= self.max_gathered:
-                self._log("prefetch skipped", later)
-                return
-            self._log("prefetch", later)
-            later.start_gather()
-
     def _install(self, model: torch.nn.Module, unit_types: tuple) -> None:
         """Forward pre/post hooks on each unit's module; a post-accumulate-grad hook per parameter."""
         modules = {"root": model, **{n: m for n, m in model.named_modules() if n and isinstance(m, unit_types)}}
         for unit in self.units:
             module = modules[unit.name]
-            module.register_forward_pre_hook(lambda m, args, unit=unit: self._before_forward(unit))
+            module.register_forward_pre_hook(lambda m, args, unit=unit: self.before_forward(unit))
             module.register_forward_hook(lambda m, args, out, unit=unit: self._after_forward(unit, out))
             for param, offset in zip(unit.flat.params, unit.flat.offsets):
                 param.register_post_accumulate_grad_hook(
                     lambda p, unit=unit, offset=offset: self._on_grad(unit, p, offset))
 
-    def _log(self, what: str, unit: Unit) -> None:
-        """An event of the timeline, with the bytes of full parameters allocated right now; the
-        events that open or close a phase also open or close a torch.profiler range (a Chrome
-        trace then shows "zero3 forward blocks.0" beside the collectives torch records)."""
+    def log(self, what: str, unit: Unit) -> None:
+        """Record an event of the timeline, with the bytes of full parameters allocated right now
+        (and open or close the phase's profiler range)."""
         gathered = sum(u.flat.flat.untyped_storage().nbytes() for u in self.units)
-        self.events.append((time.perf_counter(), what, unit.name, gathered))
-        if what in SPAN_ENDS and unit.name in self.spans:
-            self.spans.pop(unit.name).__exit__(None, None, None)
-        if what in SPANS:
-            span = self.spans[unit.name] = record_function(f"zero3 {SPANS[what]} {unit.name}")
-            span.__enter__()
+        self.events.append(Event(time.perf_counter(), what, unit.name, gathered))
+        self.spans.on(what, unit.name)
 
-    def _before_forward(self, unit: Unit) -> None:
-        """Gather the unit (a forward run inside backward is activation checkpointing's
-        recomputation: no forward prefetch then, the next unit in forward order is done)."""
+    def before_forward(self, unit: Unit) -> None:
+        """The unit's forward pre-hook: gather it (a forward run inside backward is activation
+        checkpointing's recomputation: no forward prefetch then, the next unit in forward order is
+        done), and prefetch what comes next. A lab replaces this hook."""
         recompute = in_backward()
-        self._log("gather (recompute)" if recompute else "gather", unit)
+        self.log("gather (recompute)" if recompute else "gather", unit)
         unit.wait_gather()
-        if self.forward_prefetch and not recompute:
-            self._prefetch_after(unit, self.forward_order)
-        self._log("compute", unit)
+        if self.prefetch.forward and not recompute:
+            prefetch_after(unit, self.forward_order, self.prefetch, self.log)
+        self.log("compute", unit)
 
     def _after_forward(self, unit: Unit, output) -> None:
         """Free the unit (unless kept, or recomputed in backward, whose gradients need it next),
         and hook its output so backward gathers it again first."""
-        self._log("computed", unit)
+        self.log("computed", unit)
         if self.reshard[unit.name] and not (self.recompute_aware and in_backward()):
             unit.free()
         outputs = output if isinstance(output, (tuple, list)) else [output]
@@ -160,21 +124,21 @@ class Zero3(MasterShard):
             tensors[0].register_hook(lambda grad, unit=unit: self._before_backward(unit))
 
     def _before_backward(self, unit: Unit) -> None:
-        self._log("gather (backward)", unit)
+        self.log("gather (backward)", unit)
         unit.wait_gather()
-        if self.backward_prefetch == "pre":
-            self._prefetch_after(unit, self.backward_order)
-        self._log("backward", unit)
+        if self.prefetch.backward == "pre":
+            prefetch_after(unit, self.backward_order, self.prefetch, self.log)
+        self.log("backward", unit)
 
     def _on_grad(self, unit: Unit, param: torch.Tensor, offset: int) -> None:
         """A gradient of `unit` is ready; after its last one, reduce-scatter and free the unit."""
         if unit.add_grad(param, offset):
-            self._log("reduce-scatter", unit)
+            self.log("reduce-scatter", unit)
             unit.reduce_grads()
             unit.free()
-            if self.backward_prefetch == "post" and unit.name != "root":  # the root ends backward
-                self._prefetch_after(unit, self.backward_order)
-            self._log("reduced", unit)
+            if self.prefetch.backward == "post" and unit.name != "root":  # the root ends backward
+                prefetch_after(unit, self.backward_order, self.prefetch, self.log)
+            self.log("reduced", unit)
 
     def shard_grads(self) -> torch.Tensor:
         """Every unit's gradient shard (reduce-scattered in backward), each averaged in its own

@@ -29,10 +29,14 @@ def wrap_policy(model: torch.nn.Module, unit_types: tuple) -> list[tuple[str, li
 
 
 class Unit:
-    """One unit's flat parameters: this rank's shard always, the full buffer only when gathered."""
+    """One unit's flat parameters: this rank's shard always, the full buffer only when gathered.
 
-    def __init__(self, name: str, params: list, group=None):
+    Hook points a subclass may replace (the labs do): `start_gather` and `free`; `log(what, unit)`
+    records an event in the owner's timeline (Zero3 passes its own)."""
+
+    def __init__(self, name: str, params: list, group=None, log=None):
         self.name, self.group = name, group
+        self.log = log or (lambda what, unit: None)
         self.rank, world_size = dist.get_rank(group), dist.get_world_size(group)
         dtypes = sorted({str(p.dtype) for p in params})
         if len(dtypes) > 1:

@@ -1,6 +1,6 @@
 """Every DDP rank holds all 16Ψ: one mixed-precision AdamW step under DDP, model states measured.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.labs.memory_ddp
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.runs.memory_ddp
 
 Each rank reports the bytes of its parameters, gradients and optimizer state, counted from its
 live tensors (and, on a GPU, the CUDA allocator's figures). DDP runs with

@@ -1,7 +1,7 @@
 """Activation checkpointing under our ZeRO-3: what the recomputation gathers, and whether the
 hooks survive it.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.zero3_recompute
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.runs.zero3_recompute
 
 The same GPT (seed 0, fp32, one unit per block plus the root) trains `--steps` steps under each
 configuration:
@@ -26,15 +26,14 @@ fired); or the error, if the configuration failed (its first line; every rank fa
 import argparse
 
 import torch
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
 from torch.utils.checkpoint import set_checkpoint_early_stop
 
 import zerobook as zb
-from zerobook.checkpointing import checkpoint_blocks
 from zerobook.comm import CommMeter
-from zerobook.labs.fsdp2_side_by_side import full_weights
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.fsdp2 import full_weights, shard_blocks
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.recompute import checkpoint_blocks
+from zerobook.training import rank_batch
 from zerobook.zero import Zero3AdamW
 
 CONFIGS = {  # name -> (checkpointing: None | "nonreentrant" | "reentrant", recompute-aware hooks,
@@ -61,9 +60,7 @@ def build(name: str, config: GPTConfig, me: zb.Rank):
         checkpoint_blocks(model, reentrant=mode == "reentrant")
     if not name.startswith("fsdp2"):
         return model, Zero3AdamW(model, unit_types=(Block,), lr=1e-3, reshard_root=True, recompute_aware=aware)
-    mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
-    for module in [m for m in model.modules() if isinstance(m, Block)] + [model]:
-        fully_shard(module, mesh=mesh, reshard_after_forward=True)
+    shard_blocks(model, me, blocks=[m for m in model.modules() if isinstance(m, Block)], reshard_after_forward=True)
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
 
 
@@ -72,15 +69,15 @@ def train(name: str, config: GPTConfig, steps: int, batch: int, me: zb.Rank) -> 
     units = getattr(optimizer, "units", [])
     for step in range(steps):
         before = {u.name: u.gathers for u in units}
-        tokens = random_batch(config, batch * me.world_size, seed=step)[me.rank * batch:(me.rank + 1) * batch]
+        tokens = rank_batch(config, batch, step, me)
         optimizer.events = []
         with CommMeter() as meter, set_checkpoint_early_stop(CONFIGS[name][2]):
-            next_token_loss(model, tokens.to(me.device)).backward()
+            next_token_loss(model, tokens).backward()
             optimizer.step()
         optimizer.zero_grad()
     out = {"sent": {op: e["bus_bytes"] / 4 for op, e in meter.summary().items()},
            "gathers": {u.name: u.gathers - before[u.name] for u in units},
-           "forwards": {u.name: sum(e[1:3] == ("computed", u.name) for e in optimizer.events) for u in units},
+           "forwards": {u.name: sum((e.what, e.unit) == ("computed", u.name) for e in optimizer.events) for u in units},
            "padded": {u.name: u.flat.padded for u in units}}
     return {**out, "weights": full_weights(model, optimizer)}
 

@@ -1,6 +1,6 @@
 """One ring all-reduce, traced: which chunk every rank holds after every step, and bytes sent.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.labs.ring_trace
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.runs.ring_trace
 
 Rank r contributes 2**r in every element, so the value of a chunk after a step says exactly
 which ranks' contributions it holds (bit k set: rank k's). The same data then goes through a

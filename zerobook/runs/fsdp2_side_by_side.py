@@ -1,6 +1,6 @@
 """Our ZeRO-3 and PyTorch's FSDP2 (`fully_shard`) on the same model, seed and data.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.fsdp2_side_by_side --dtype bfloat16
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.runs.fsdp2_side_by_side --dtype bfloat16
 
 Both shard one unit per transformer block plus the root, reshard after forward (the root kept, as
 FSDP2 does), and run the same AdamW. In fp32 everything is fp32. In bf16 (`--dtype bfloat16`) we
@@ -20,27 +20,18 @@ import statistics
 import time
 
 import torch
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 import zerobook as zb
-from zerobook import measure
 from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.fsdp2 import full_weights, kept_bytes, shard_blocks
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
+from zerobook.training import rank_batch
 from zerobook.zero import Zero3AdamW
 
 LR, BATCH = 1e-3, 4
-
-
-def fully_shard_blocks(model, me: zb.Rank, dtype) -> None:
-    """FSDP2 on every block, then the root; bf16 compute and reduce-scatter when dtype is bf16."""
-    mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
-    mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=dtype) if dtype != torch.float32 else None
-    for module in [*model.blocks, model]:
-        fully_shard(module, mesh=mesh, **({"mp_policy": mp} if mp else {}))
 
 
 def build(method: str, config: GPTConfig, dtype, me: zb.Rank):
@@ -51,40 +42,21 @@ def build(method: str, config: GPTConfig, dtype, me: zb.Rank):
         return model, Zero3AdamW(model, unit_types=(Block,), lr=LR), None
     if method == "fsdp2":
         model.float()  # FSDP2 keeps the fp32 shard itself and casts to `dtype` when it gathers
-        fully_shard_blocks(model, me, dtype)
+        shard_blocks(model, me, dtype)
     if dtype != torch.float32 and method == "ddp":
         return model, MixedPrecisionAdamW(model.parameters(), lr=LR, weight_decay=0.01), average_gradients
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     return model, optimizer, (average_gradients if method == "ddp" else None)
 
 
-def kept_bytes(model, optimizer) -> int:
-    """Bytes of weights, gradients and optimizer state this rank holds after a step (our ZeRO-3's
-    persistent tensors, or the local shards of FSDP2's DTensors), each storage counted once."""
-    if isinstance(optimizer, Zero3AdamW):
-        return measure.unique_bytes(optimizer.persistent_tensors())
-    local = lambda t: t.to_local() if hasattr(t, "to_local") else t  # noqa: E731  a DTensor's shard
-    tensors = [local(p) for p in model.parameters()] + [local(p.grad) for p in model.parameters()]
-    return measure.unique_bytes(tensors + [local(t) for t in measure.optimizer_tensors(optimizer)])
-
-
-def full_weights(model, optimizer, dtype=None) -> torch.Tensor:
-    """Every weight whole (our ZeRO-3 gathers its units; FSDP2's DTensors give full_tensor()), as
-    one flat fp32 CPU tensor; with `dtype`, rounded to it first, as the forward uses them."""
-    if isinstance(optimizer, Zero3AdamW):
-        optimizer.gather_all()
-    tensors = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
-    return torch.cat([t.detach().to(dtype or t.dtype).float().reshape(-1).cpu() for t in tensors])
-
-
 def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dict:
     model, optimizer, reduce = build(method, config, dtype, me)
     losses, seconds = [], []
     for step in range(steps):
-        tokens = random_batch(config, BATCH * me.world_size, seed=step)[me.rank * BATCH:(me.rank + 1) * BATCH]
+        tokens = rank_batch(config, BATCH, step, me)
         start = time.perf_counter()
         with CommMeter() as meter:
-            loss = next_token_loss(model, tokens.to(me.device))
+            loss = next_token_loss(model, tokens)
             loss.backward()
             if reduce is not None:
                 reduce(model)

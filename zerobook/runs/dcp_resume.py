@@ -1,7 +1,7 @@
 """Sharded checkpoints with torch.distributed.checkpoint (DCP), a killed rank, and resuming.
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 --max-restarts 1 \
-        -m zerobook.labs.dcp_resume --dir /tmp/ckpt --steps 10 --every 3 --kill-rank 1 --kill-step 7
+        -m zerobook.runs.dcp_resume --dir /tmp/ckpt --steps 10 --every 3 --kill-rank 1 --kill-step 7
 
 A GPT under FSDP2 (`fully_shard` on every block and the root), AdamW, trains `--steps` steps on a
 fixed global batch per step (seeded by the step, split across the ranks). Every `--every` steps
@@ -18,19 +18,17 @@ it ran, the restart count, and SHA-256 digests of the full weights and of AdamW'
 end (with `--steps` equal to the checkpoint's step: the state just loaded).
 """
 import argparse
-import hashlib
 import os
 import signal
 from pathlib import Path
 
 import torch
-import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
 
 import zerobook as zb
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.fsdp2 import shard_blocks
+from zerobook.models import GPT, GPTConfig, next_token_loss
+from zerobook.sharded_checkpoint import latest, load, save, state_digests
+from zerobook.training import rank_batch
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
 GLOBAL_BATCH, LR = 8, 1e-3
@@ -40,47 +38,8 @@ def build(me: zb.Rank):
     """The FSDP2 model and its AdamW, from seed 0."""
     torch.manual_seed(0)
     model = GPT(CONFIG).to(me.device)
-    mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
-    for module in [*model.blocks, model]:
-        fully_shard(module, mesh=mesh)
+    shard_blocks(model, me)
     return model, torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
-
-
-def latest(directory: Path) -> Path | None:
-    """The newest complete checkpoint (its .metadata written last by dcp.save), or None."""
-    done = [p for p in directory.glob("step_*") if (p / ".metadata").exists()]
-    return max(done, key=lambda p: int(p.name.split("_")[1]), default=None)
-
-
-def save(model, optimizer, step: int, directory: Path) -> None:
-    """Every rank writes its shards of weights and optimizer state (dcp.save, collective)."""
-    model_state, optim_state = get_state_dict(model, optimizer)
-    dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=str(directory / f"step_{step}"))
-
-
-def load(model, optimizer, path: Path) -> int:
-    """Load a checkpoint into this run's shards (resharding as needed); returns its step."""
-    model_state, optim_state = get_state_dict(model, optimizer)
-    state = {"model": model_state, "optim": optim_state}
-    dcp.load(state, checkpoint_id=str(path))
-    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
-    return int(path.name.split("_")[1])
-
-
-def sha256(tensors) -> str:
-    """A digest of full tensors (DTensors gathered), bit for bit."""
-    digest = hashlib.sha256()
-    for t in tensors:
-        t = t.full_tensor() if hasattr(t, "full_tensor") else t
-        digest.update(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
-
-
-def state_digests(model, optimizer) -> dict:
-    """Digests of the full weights and of AdamW's full momentum and variance (collective)."""
-    params = list(model.parameters())
-    moments = [optimizer.state[p][k] for p in params for k in ("exp_avg", "exp_avg_sq") if p in optimizer.state]
-    return {"weights": sha256(params), "moments": sha256(moments), "moment_tensors": len(moments)}
 
 
 def main() -> None:
@@ -101,8 +60,7 @@ def main() -> None:
     for step in range(start, cli.steps):
         if step == cli.kill_step and me.rank == cli.kill_rank and restarts == 0:
             os.kill(os.getpid(), signal.SIGKILL)
-        tokens = random_batch(CONFIG, GLOBAL_BATCH, seed=step)[me.rank * per_rank:(me.rank + 1) * per_rank]
-        loss = next_token_loss(model, tokens.to(me.device))
+        loss = next_token_loss(model, rank_batch(CONFIG, per_rank, step, me))
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()

@@ -1,6 +1,6 @@
 """ZeRO-1 and ZeRO-2 from scratch against DDP and PyTorch's ZeroRedundancyOptimizer, on 2 and 4
 ranks, with parameter groups, a frozen tensor, tied weights, micro-batches and global-norm clipping
-(zerobook.labs.zero_parity); and the flat buffer's bookkeeping in one process."""
+(zerobook.runs.zero_parity); and the flat buffer's bookkeeping in one process."""
 import pytest
 import torch
 
@@ -20,7 +20,7 @@ CORRECT = ("zero1", "zero2", "zero2_no_sync", "zero3", "zero3_reshard_root", "sh
 def parity(request):
     """One launch per world size: every method, 5 steps of 2 micro-batches, fp32, with every sum
     in rank order, unclipped and clipped (the ZeRO-1 chapter runs 10 steps of its methods)."""
-    run = zb.torchrun("zerobook.labs.zero_parity", nproc=request.param, echo=False,
+    run = zb.torchrun("zerobook.runs.zero_parity", nproc=request.param, echo=False,
                       args=["--dtype", "float32", "--steps", "5", "--scenarios", "parity", "clipped:zero1,zero2,zero2_no_sync,zero3,zero1_shard_norm"])
     return request.param, run
 
@@ -112,7 +112,7 @@ def test_zero2_holds_a_gradient_shard_plus_buckets_in_flight(parity):
 @pytest.fixture(scope="module")
 def bf16():
     """One launch: stage 1, stage 3 and stage 3 with offload in bf16 (fp32 master), 3 steps."""
-    run = zb.torchrun("zerobook.labs.zero_parity", nproc=2, echo=False,
+    run = zb.torchrun("zerobook.runs.zero_parity", nproc=2, echo=False,
                       args=["--dtype", "bfloat16", "--steps", "3", "--methods", "zero1,zero3,zero3_offload"])
     return run.ranks
 

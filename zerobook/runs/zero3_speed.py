@@ -1,6 +1,6 @@
 """Step time of our ZeRO-3 against PyTorch's FSDP2, with and without prefetch, on every rank.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.zero3_speed --rounds 5
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.runs.zero3_speed --rounds 5
 
 The same GPT (one unit per block plus the root, fp32, AdamW) under: ours without prefetch, ours
 with forward and backward ("pre") prefetch, FSDP2 with its defaults, FSDP2 with explicit forward
@@ -15,15 +15,13 @@ import statistics
 import time
 
 import torch
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
 
 import zerobook as zb
-from zerobook.labs.zero_speed import timed_steps
-from zerobook.labs.fsdp2_side_by_side import kept_bytes
+from zerobook.fsdp2 import kept_bytes, shard_blocks
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
-from zerobook.plots import timeline_bars
-from zerobook.zero import Zero3AdamW
+from zerobook.training import timed_steps
+from zerobook.zero import Prefetch, Zero3AdamW
+from zerobook.zero.timeline import timeline_bars
 
 METHODS = ["ours", "ours_prefetch", "fsdp2", "fsdp2_prefetch"]
 
@@ -32,13 +30,10 @@ def build(method: str, config: GPTConfig, me: zb.Rank):
     torch.manual_seed(0)
     model = GPT(config).to(me.device)
     if method.startswith("ours"):
-        prefetch = {"forward_prefetch": True, "backward_prefetch": "pre"} if method == "ours_prefetch" else {}
-        return model, Zero3AdamW(model, unit_types=(Block,), lr=1e-4, **prefetch)
-    mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
+        prefetch = Prefetch(forward=True, backward="pre") if method == "ours_prefetch" else Prefetch()
+        return model, Zero3AdamW(model, unit_types=(Block,), lr=1e-4, prefetch=prefetch)
+    shard_blocks(model, me)
     blocks = list(model.blocks)
-    for block in blocks:
-        fully_shard(block, mesh=mesh)
-    fully_shard(model, mesh=mesh)
     if method == "fsdp2_prefetch":
         for k, block in enumerate(blocks):
             block.set_modules_to_forward_prefetch(blocks[k + 1:k + 2])

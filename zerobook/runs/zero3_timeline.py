@@ -1,6 +1,6 @@
 """ZeRO-3's timeline: the same training under several prefetch settings, every event recorded.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.zero3_timeline --configs none,forward,pre,post
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.runs.zero3_timeline --configs none,forward,pre,post
 
 Each configuration trains the same GPT (seed 0, one unit per block) for `--steps` steps with
 `Zero3AdamW`; the events of the last step (gather, prefetch, compute, backward, reduce-scatter per
@@ -11,53 +11,55 @@ bytes the rank keeps between steps.
 import argparse
 import statistics
 import time
+from dataclasses import replace
 
 import torch
 
 import zerobook as zb
 from zerobook import measure
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
-from zerobook.zero import Zero3AdamW
+from zerobook.training import flat_weights, rank_batch
+from zerobook.zero import Prefetch, Zero3AdamW
 
-CONFIGS = {  # name -> Zero3AdamW's prefetch options
-    "none": {},
-    "forward": {"forward_prefetch": True},
-    "pre": {"forward_prefetch": True, "backward_prefetch": "pre"},
-    "post": {"forward_prefetch": True, "backward_prefetch": "post"},
-    "pre_only": {"backward_prefetch": "pre"},
-    "post_only": {"backward_prefetch": "post"},
-    "depth2": {"forward_prefetch": True, "backward_prefetch": "pre", "prefetch_depth": 2},
-    "depth2_limit2": {"forward_prefetch": True, "backward_prefetch": "pre", "prefetch_depth": 2, "max_gathered": 2},
+CONFIGS = {  # name -> Zero3AdamW's prefetch
+    "none": Prefetch(),
+    "forward": Prefetch(forward=True),
+    "pre": Prefetch(forward=True, backward="pre"),
+    "post": Prefetch(forward=True, backward="post"),
+    "pre_only": Prefetch(backward="pre"),
+    "post_only": Prefetch(backward="post"),
+    "depth2": Prefetch(forward=True, backward="pre", depth=2),
+    "depth2_limit2": Prefetch(forward=True, backward="pre", depth=2, max_gathered=2),
 }
 
 
-def train(options: dict, config: GPTConfig, steps: int, batch: int, me: zb.Rank, dtype=torch.float32) -> dict:
+def train(prefetch: Prefetch, config: GPTConfig, steps: int, batch: int, me: zb.Rank, dtype=torch.float32) -> dict:
     torch.manual_seed(0)
     model = GPT(config).to(dtype).to(me.device)
-    zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3, **options)
+    zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3, prefetch=prefetch)
     seconds = []
     for step in range(steps):
-        tokens = random_batch(config, batch * me.world_size, seed=step)[me.rank * batch:(me.rank + 1) * batch]
+        tokens = rank_batch(config, batch, step, me)
         zero.events = []
         start = time.perf_counter()
-        next_token_loss(model, tokens.to(me.device)).backward()
+        next_token_loss(model, tokens).backward()
         zero.step()
         zero.zero_grad()
         seconds.append(time.perf_counter() - start)
-    events = [(t - start, what, unit, gathered) for t, what, unit, gathered in zero.events]
+    events = [replace(e, t=e.t - start) for e in zero.events]  # seconds since the step began
     zero.gather_all()
-    weights = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
+    weights = flat_weights(model)
     return {"weights": weights, "events": events, "seconds": statistics.median(seconds[1:] or seconds),
             "persistent_bytes": measure.unique_bytes(zero.persistent_tensors()),
             "unit_bytes": {u.name: u.full_bytes for u in zero.units}}
 
 
-def chrome_trace(options: dict, config: GPTConfig, batch: int, path: str, me: zb.Rank) -> list[str]:
+def chrome_trace(prefetch: Prefetch, config: GPTConfig, batch: int, path: str, me: zb.Rank) -> list[str]:
     """Profile one step (after a warm-up) with torch.profiler, write its Chrome trace to `path`,
     and return the names of our ranges and of the collectives recorded in it."""
     torch.manual_seed(0)
     model = GPT(config).to(me.device)
-    zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3, **options)
+    zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3, prefetch=prefetch)
     tokens = random_batch(config, batch, seed=me.rank).to(me.device)
     for step in range(2):
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:

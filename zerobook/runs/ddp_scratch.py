@@ -1,6 +1,6 @@
 """Data parallelism from scratch: K training steps, and the same K steps on one process.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.labs.ddp_scratch --modes naive,bucketed,overlap,torch
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.runs.ddp_scratch --modes naive,bucketed,overlap,torch
 
 Every rank starts from its own random weights, takes rank 0's (broadcast), trains on its slice of
 each global batch, and averages gradients with all-reduce (mode `naive`: one per parameter
@@ -25,13 +25,10 @@ import zerobook as zb
 from zerobook.ddp import OverlappedAllReduce, average_gradients, broadcast_params
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_comm_hook, ordered_sums, rank_order_sum
+from zerobook.training import flat_weights, rank_batch
 
 CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)
 MODES = ["naive", "bucketed", "overlap", "torch"]
-
-
-def flat_weights(model: torch.nn.Module) -> torch.Tensor:
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
 def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: bool = False) -> list[float]:
@@ -43,8 +40,7 @@ def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: boo
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     times = []
     for step in range(steps):
-        batch = random_batch(CONFIG, per_rank * me.world_size, seed=1000 + step)
-        mine = batch[me.rank * per_rank:(me.rank + 1) * per_rank]
+        mine = rank_batch(CONFIG, per_rank, 1000 + step, me)
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=False)
         next_token_loss(wrapped, mine).backward()

@@ -1,6 +1,6 @@
 """Step time of ZeRO-1/2 from scratch against DDP and ZeroRedundancyOptimizer, on every rank.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.labs.zero_speed --rounds 5
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.runs.zero_speed --rounds 5
 
 One step = forward, backward, gradient reduction, AdamW, in fp32 for every method (the
 same math as ZeroRedundancyOptimizer, which has no mixed precision of its own). The methods take
@@ -12,14 +12,14 @@ before backward goes on ("no overlap").
 """
 import argparse
 import statistics
-import time
 
 import torch
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel
 
 import zerobook as zb
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.models import GPT, GPTConfig, random_batch
+from zerobook.training import timed_steps
 from zerobook.zero import Zero1AdamW, Zero2AdamW
 
 METHODS = ["ddp", "zero_ro", "zero1", "zero2_overlap", "zero2_no_overlap"]
@@ -39,22 +39,6 @@ def build(method: str, config: GPTConfig, device: str):
         return model, Zero1AdamW(model.parameters(), lr=1e-4)
     in_flight = 2 if method == "zero2_overlap" else 0  # 0: wait for each bucket at once
     return model, Zero2AdamW(model.parameters(), lr=1e-4, bucket_numel=BUCKET_NUMEL, max_in_flight=in_flight)
-
-
-def timed_steps(model, optimizer, batch: torch.Tensor, steps: int) -> list[float]:
-    """Seconds of each of `steps` full training steps."""
-    out = []
-    for _ in range(steps):
-        if batch.is_cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        next_token_loss(model, batch).backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if batch.is_cuda:
-            torch.cuda.synchronize()
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Time all-reduce for a range of sizes: our ring and the backend's built-in, on every rank.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.labs.bandwidth --max-bytes 67108864
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.runs.bandwidth --max-bytes 67108864
 
 Rank 0 reports, for each size S (bytes, fp32) and implementation, the median seconds of one
 all-reduce over a few timed repetitions (after one warm-up). Ranks start each repetition together

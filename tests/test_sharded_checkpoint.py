@@ -9,7 +9,7 @@ import zerobook as zb
 
 pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
 
-LAB = "zerobook.labs.dcp_resume"
+LAB = "zerobook.runs.dcp_resume"
 
 
 def run(directory, nproc: int, *args, **kwargs) -> list[dict]:

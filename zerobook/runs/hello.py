@@ -1,8 +1,8 @@
 """Hello from every rank: each contributes rank+1, all-reduce (SUM), and report what it saw.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.labs.hello
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.runs.hello
 
-Also runs as a plain script (world size 1): `python -m zerobook.labs.hello`.
+Also runs as a plain script (world size 1): `python -m zerobook.runs.hello`.
 `--fail-rank R` makes rank R raise after the all-reduce, to show how a failure comes back.
 """
 import argparse

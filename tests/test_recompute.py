@@ -4,7 +4,7 @@ FSDP2) are asserted by the cells of chapters/activation_checkpointing.ipynb, whi
 import torch
 
 from zerobook import measure, memory
-from zerobook.checkpointing import checkpoint_blocks
+from zerobook.recompute import checkpoint_blocks
 from zerobook.models import GPT, GPTConfig, random_batch
 from zerobook.zero.stage3 import in_backward
 

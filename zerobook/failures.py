@@ -1,0 +1,105 @@
+"""How a launched run failed, in words: the rank that failed first, and why.
+
+A rank that raised leaves a timestamped record (zerobook.dist.record_failure); one killed by a
+signal leaves none, but torchrun's summary names it; a rank that only lost its peer is a
+consequence, not a cause. `raise_if_failed` turns that into one LaunchError naming the rank, with
+its traceback or last lines; mismatched or stuck collectives are named (`explain`).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+TAIL_LINES = 25
+LOST_PEER = re.compile(r"Connection (closed|reset) by peer")  # a consequence of another rank's failure
+
+
+class LaunchError(RuntimeError):
+    """A launched run failed: a rank raised or died, it timed out, or it could not start."""
+
+    def __init__(self, message: str, *, rank: int | None = None, log: str = ""):
+        super().__init__(message)
+        self.rank = rank
+        self.log = log
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def raise_if_failed(report_dir: str, stream, target: str) -> None:
+    """Raise LaunchError for the rank that failed first, with its last lines.
+
+    A rank that raised leaves a timestamped record. A rank killed by a signal leaves none, and its
+    peers then fail with "connection closed": torchrun's root cause names it, and it comes first.
+    A rank that failed only because its peer's connection closed (the peer timed out in a
+    collective, say, and gloo dropped the link before the peer's record was written) is a
+    consequence: it counts as first only if no other rank recorded a failure.
+    """
+    failures = sorted((read_json(p) for p in Path(report_dir).glob("rank*.error.json")),
+                      key=lambda f: (bool(LOST_PEER.search(f["summary"])), f["time"]))
+    recorded = [f["rank"] for f in failures]
+    log = "\n".join(stream.log)
+    killed = {r: sig for r, sig in signal_deaths(stream.agent).items()
+              if r not in recorded and sig != "SIGTERM"}  # SIGTERM: torchrun stopping the rest
+    if killed:
+        rank = min(killed)
+        also = f" (then rank(s) {sorted(recorded)} lost it)" if recorded else ""
+        raise LaunchError(f"rank {rank} died: killed by {killed[rank]}{also}; its last lines:\n"
+                          f"{stream.tail(rank)}", rank=rank, log=log)
+    if failures:
+        first = failures[0]
+        also = f" (then rank(s) {sorted(recorded[1:])} failed too)" if recorded[1:] else ""
+        tb = "\n".join(first["traceback"].rstrip().splitlines()[-TAIL_LINES:])
+        raise LaunchError(f"rank {first['rank']} failed: {explain(first)}{also}\n"
+                          f"--- rank {first['rank']} traceback (last lines) ---\n{tb}",
+                          rank=first["rank"], log=log)
+    if stream.returncode:
+        rank, how = root_cause(stream.agent)
+        where = f"rank {rank}" if rank is not None else "torchrun"
+        tail = stream.tail(rank) if rank is not None else "\n".join(stream.agent[-TAIL_LINES:])
+        raise LaunchError(f"{where} failed running {target} ({how or f'exit code {stream.returncode}'}); "
+                          f"last lines:\n{tail}", rank=rank, log=log)
+
+
+MISMATCH = re.compile(r"Rank (\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(\d+), "
+                      r"OpType=(\w+), TensorShape=(\[[^\]]*\])")
+
+
+def explain(failure: dict) -> str:
+    """A failure's one-line summary, naming the collectives for a mismatch or a stuck collective."""
+    summary = failure["summary"]
+    found = MISMATCH.findall(summary)
+    if len(found) >= 2:
+        (r0, seq, op0, shape0), (r1, _, op1, shape1) = found[:2]
+        return (f"mismatched collectives: rank {r0} called {op0} {shape0} while rank {r1} called "
+                f"{op1} {shape1} (collective #{seq})")
+    stuck = failure.get("collective")
+    if stuck and re.search(r"timed? ?out|monitoredBarrier", summary, flags=re.I):
+        return f"stuck in {stuck}: {summary}"
+    return summary
+
+
+def signal_deaths(agent_lines: list[str]) -> dict[int, str]:
+    """Ranks torchrun reports as ended by a signal, e.g. {1: "SIGSEGV"}, from its failure summary."""
+    pattern = r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*-\d+[^\n]*?\((SIG\w+)\)"
+    return {int(rank): sig for rank, sig in re.findall(pattern, "\n".join(agent_lines))}
+
+
+def root_cause(agent_lines: list[str]) -> tuple[int | None, str]:
+    """The rank torchrun names under 'Root Cause', and how it died (a signal leaves no record)."""
+    text = "\n".join(agent_lines)
+    match = re.search(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)[^\n]*?(\(SIG\w+\))?\s*$",
+                      text, flags=re.S | re.M)
+    if not match:
+        return None, ""
+    signal_name = f" {match.group(3)}" if match.group(3) else ""
+    return int(match.group(1)), f"exit code {match.group(2)}{signal_name}"
+
+
+def timeout_message(target: str, stream) -> str:
+    """What a timed-out run tells: every rank stopped, and each rank's last lines."""
+    tails = "\n".join(f"--- rank {r}, last lines ---\n{stream.tail(r, 5)}" for r in sorted(stream.ranks))
+    return (f"{target} timed out; every rank was stopped. A rank waiting forever is usually a "
+            f"collective that another rank never reached (try debug=True).\n{tails}")

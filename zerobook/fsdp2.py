@@ -1,0 +1,55 @@
+"""PyTorch's FSDP2 (`fully_shard`) as the course sets it up beside its own ZeRO-3, and what both
+are measured by: the bytes a rank keeps, and the full weights.
+
+    shard_blocks(model, me, dtype=torch.bfloat16)   # one unit per block, then the root
+    kept_bytes(model, optimizer)                    # ours or FSDP2's, storages counted once
+    full_weights(model, optimizer)                  # every weight whole (collective), flat fp32
+"""
+from __future__ import annotations
+
+import torch
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+from zerobook import measure
+from zerobook.zero import Zero3
+
+
+def mesh_of(me):
+    """A 1-D device mesh over every rank, on the ranks' device type (cpu with gloo, cuda with NCCL)."""
+    return init_device_mesh(me.device.split(":")[0], (me.world_size,))
+
+
+def shard_blocks(model, me, dtype=torch.float32, blocks=None, **options) -> None:
+    """fully_shard every block (`model.blocks` unless `blocks` says which modules), then the root
+    (FSDP2's usual wrapping: one unit per block); in 16 bits, compute and reduce-scatter in
+    `dtype` (MixedPrecisionPolicy) while FSDP2 keeps the fp32 shard. `options` go to every
+    fully_shard (reshard_after_forward, ...)."""
+    if dtype != torch.float32:
+        options["mp_policy"] = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=dtype)
+    mesh = mesh_of(me)
+    for module in [*(model.blocks if blocks is None else blocks), model]:
+        fully_shard(module, mesh=mesh, **options)
+
+
+def local(tensor):
+    """A DTensor's shard on this rank (a plain tensor as it is)."""
+    return tensor.to_local() if hasattr(tensor, "to_local") else tensor
+
+
+def kept_bytes(model, optimizer) -> int:
+    """Bytes of weights, gradients and optimizer state this rank holds after a step (our ZeRO-3's
+    persistent tensors, or the local shards of FSDP2's DTensors), each storage counted once."""
+    if isinstance(optimizer, Zero3):
+        return measure.unique_bytes(optimizer.persistent_tensors())
+    tensors = [local(p) for p in model.parameters()] + [local(p.grad) for p in model.parameters()]
+    return measure.unique_bytes(tensors + [local(t) for t in measure.optimizer_tensors(optimizer)])
+
+
+def full_weights(model, optimizer, dtype=None) -> torch.Tensor:
+    """Every weight whole (our ZeRO-3 gathers its units; FSDP2's DTensors give full_tensor()), as
+    one flat fp32 CPU tensor; with `dtype`, rounded to it first, as the forward uses them."""
+    if isinstance(optimizer, Zero3):
+        optimizer.gather_all()
+    tensors = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
+    return torch.cat([t.detach().to(dtype or t.dtype).float().reshape(-1).cpu() for t in tensors])
