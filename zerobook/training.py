@@ -1,7 +1,8 @@
 """What every training run of the course shares, on the rank side: this rank's slice of a global
-batch, the model's weights as one flat tensor, and timed steps.
+batch, one training step, the model's weights as one flat tensor, and timed steps.
 
     tokens = rank_batch(config, per_rank=4, seed=step, me=me)   # (4, seq_len + 1) of 4 * N
+    loss = train_step(model, optimizer, tokens, reduce=average_gradients)
     weights = flat_weights(model)                               # every parameter, flat, fp32
 """
 from __future__ import annotations
@@ -26,6 +27,19 @@ def flat_weights(model: torch.nn.Module, dtype=None) -> torch.Tensor:
     return torch.cat([p.detach().to(dtype or p.dtype).float().reshape(-1).cpu() for p in model.parameters()])
 
 
+def train_step(model, optimizer, tokens: torch.Tensor, reduce=None) -> float:
+    """One training step on `tokens`: forward, backward, `reduce(model)` if given (DDP's average
+    of the gradients; ZeRO and FSDP reduce in backward), the optimizer's step, zero_grad. Returns
+    the loss."""
+    loss = next_token_loss(model, tokens)
+    loss.backward()
+    if reduce is not None:
+        reduce(model)
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.item()
+
+
 def timed_steps(model, optimizer, batch: torch.Tensor, steps: int) -> list[float]:
     """Seconds of each of `steps` full training steps (forward, backward, step, zero_grad)."""
     out = []
@@ -33,9 +47,7 @@ def timed_steps(model, optimizer, batch: torch.Tensor, steps: int) -> list[float
         if batch.is_cuda:
             torch.cuda.synchronize()
         start = time.perf_counter()
-        next_token_loss(model, batch).backward()
-        optimizer.step()
-        optimizer.zero_grad()
+        train_step(model, optimizer, batch)
         if batch.is_cuda:
             torch.cuda.synchronize()
         out.append(time.perf_counter() - start)

@@ -27,7 +27,7 @@ from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
 from zerobook.sharded_checkpoint import state_digests
-from zerobook.training import rank_batch
+from zerobook.training import rank_batch, train_step
 from zerobook.zero import Zero3AdamW
 
 PARTS = ["parity", "memory", "traffic", "prefetch", "checkpoint"]
@@ -51,11 +51,7 @@ def our_model(me: zb.Rank):
 
 
 def step(model, optimizer, index: int, me: zb.Rank) -> float:
-    loss = next_token_loss(model, rank_batch(CONFIG, BATCH, index, me))
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()
-    return loss.item()
+    return train_step(model, optimizer, rank_batch(CONFIG, BATCH, index, me))
 
 
 def parity(student, me: zb.Rank) -> dict:

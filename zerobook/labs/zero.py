@@ -23,7 +23,7 @@ from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.models import GPT, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
-from zerobook.training import flat_weights, rank_batch
+from zerobook.training import flat_weights, rank_batch, train_step
 from zerobook.zero import FlatParams, Zero2AdamW
 
 PARTS = ["parity", "memory", "traffic"]
@@ -89,11 +89,8 @@ def average_gradients(model, how: str) -> None:
 
 
 def step(method: str, model, optimizer, batch, average: str = "sum / N") -> None:
-    next_token_loss(model, batch).backward()
-    if method == "ddp":
-        average_gradients(model, average)
-    optimizer.step()
-    optimizer.zero_grad()
+    reduce = (lambda model: average_gradients(model, average)) if method == "ddp" else None
+    train_step(model, optimizer, batch, reduce)
 
 
 def train(method: str, student, me: zb.Rank, steps: int = STEPS, average: str = "sum / N"):

@@ -20,10 +20,10 @@ from zerobook import measure
 from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
 from zerobook.labs.harness import call_student, load_student, parse_args
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.models import GPT, Block, GPTConfig
 from zerobook.parity import Done, ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
-from zerobook.training import flat_weights, rank_batch
+from zerobook.training import flat_weights, rank_batch, train_step
 from zerobook.zero import Prefetch, Zero3AdamW
 from zerobook.zero.timeline import peak
 from zerobook.zero.units import Unit
@@ -78,11 +78,7 @@ def one_step(method: str, model, optimizer, me: zb.Rank, index: int) -> None:
     tokens = rank_batch(CONFIG, BATCH, index, me)
     if method != "ddp":
         optimizer.events = []
-    next_token_loss(model, tokens).backward()
-    if method == "ddp":
-        average_gradients(model)
-    optimizer.step()
-    optimizer.zero_grad()
+    train_step(model, optimizer, tokens, average_gradients if method == "ddp" else None)
 
 
 def parity(student, me: zb.Rank) -> dict:

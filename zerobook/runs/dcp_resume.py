@@ -26,9 +26,9 @@ import torch
 
 import zerobook as zb
 from zerobook.fsdp2 import shard_blocks
-from zerobook.models import GPT, GPTConfig, next_token_loss
+from zerobook.models import GPT, GPTConfig
 from zerobook.sharded_checkpoint import latest, load, save, state_digests
-from zerobook.training import rank_batch
+from zerobook.training import rank_batch, train_step
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
 GLOBAL_BATCH, LR = 8, 1e-3
@@ -60,11 +60,7 @@ def main() -> None:
     for step in range(start, cli.steps):
         if step == cli.kill_step and me.rank == cli.kill_rank and restarts == 0:
             os.kill(os.getpid(), signal.SIGKILL)
-        loss = next_token_loss(model, rank_batch(CONFIG, per_rank, step, me))
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        losses[step] = loss.item()
+        losses[step] = train_step(model, optimizer, rank_batch(CONFIG, per_rank, step, me))
         if (step + 1) % cli.every == 0:
             save(model, optimizer, step + 1, directory)
     zb.report(start=start, losses=losses, restarts=restarts, digests=state_digests(model, optimizer),

@@ -18,7 +18,7 @@ import torch
 import zerobook as zb
 from zerobook import measure
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
-from zerobook.training import flat_weights, rank_batch
+from zerobook.training import flat_weights, rank_batch, train_step
 from zerobook.zero import Prefetch, Zero3AdamW
 
 CONFIGS = {  # name -> Zero3AdamW's prefetch
@@ -42,9 +42,7 @@ def train(prefetch: Prefetch, config: GPTConfig, steps: int, batch: int, me: zb.
         tokens = rank_batch(config, batch, step, me)
         zero.events = []
         start = time.perf_counter()
-        next_token_loss(model, tokens).backward()
-        zero.step()
-        zero.zero_grad()
+        train_step(model, zero, tokens)
         seconds.append(time.perf_counter() - start)
     events = [replace(e, t=e.t - start) for e in zero.events]  # seconds since the step began
     zero.gather_all()

@@ -21,7 +21,7 @@ from zerobook.zero.master import MasterShard
 
 def reduce_scatter_grads(flat: FlatParams, group=None) -> torch.Tensor:
     """Reduce-scatter (SUM) each bucket of flat gradients; returns this rank's shard (numel/N), averaged."""
-    rank, world_size = dist.get_rank(group), dist.get_world_size(group)
+    world_size = dist.get_world_size(group)
     shard = torch.empty(flat.shard_numel, dtype=flat.flat_grad.dtype, device=flat.flat_grad.device)
     for bucket, (offset, n) in zip(flat.buckets, flat.local_slices()):
         dist.reduce_scatter_tensor(shard[offset:offset + n], flat.bucket_view(flat.flat_grad, bucket),
