@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import statistics
 import time
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -32,6 +33,17 @@ from zerobook.training import rank_batch
 from zerobook.zero import Zero3AdamW
 
 LR, BATCH = 1e-3, 4
+
+
+@dataclass
+class Report:
+    """What every rank reports: `runs[method]` (ddp, ours, fsdp2) holds `losses`, `diff` from
+    DDP's final weights, `kept_bytes`, `traffic` of the last step and the median step `seconds`."""
+
+    runs: dict
+    dtype: str
+    sums: str
+    num_params: int
 
 
 def build(method: str, config: GPTConfig, dtype, me: zb.Rank):
@@ -89,7 +101,7 @@ def main() -> None:
     me = zb.setup()
     config, dtype = GPTConfig(vocab=128, hidden=64, layers=cli.layers, heads=4, seq_len=32), getattr(torch, cli.dtype)
     runs = compare(config, dtype, cli.steps, me, ordered=cli.sums == "ordered")
-    zb.report(runs=runs, dtype=cli.dtype, sums=cli.sums, num_params=sum(p.numel() for p in GPT(config).parameters()))
+    zb.report(**asdict(Report(runs, cli.dtype, cli.sums, sum(p.numel() for p in GPT(config).parameters()))))
 
 
 if __name__ == "__main__":

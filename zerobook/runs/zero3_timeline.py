@@ -11,7 +11,7 @@ bytes the rank keeps between steps.
 import argparse
 import statistics
 import time
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 
 import torch
 
@@ -31,6 +31,17 @@ CONFIGS = {  # name -> Zero3AdamW's prefetch
     "depth2": Prefetch(forward=True, backward="pre", depth=2),
     "depth2_limit2": Prefetch(forward=True, backward="pre", depth=2, max_gathered=2),
 }
+
+
+@dataclass
+class Report:
+    """What every rank reports: `runs[config]` holds `events` (ZeRO-3's Events as dicts, seconds
+    since the last step began), `seconds`, `persistent_bytes`, `unit_bytes` and `diff` (from the
+    first config's weights); `trace` the Chrome trace's `path` and the range `names` in it."""
+
+    runs: dict
+    trace: dict | None
+    num_params: int
 
 
 def train(prefetch: Prefetch, config: GPTConfig, steps: int, batch: int, me: zb.Rank, dtype=torch.float32) -> dict:
@@ -91,7 +102,7 @@ def main() -> None:
     if cli.trace:
         path = f"{cli.trace}/trace_rank{me.rank}.json"
         trace = {"path": path, "names": chrome_trace(CONFIGS[cli.configs.split(",")[0]], config, cli.batch, path, me)}
-    zb.report(runs=runs, trace=trace, num_params=sum(p.numel() for p in GPT(config).parameters()))
+    zb.report(**asdict(Report(runs, trace, sum(p.numel() for p in GPT(config).parameters()))))
 
 
 if __name__ == "__main__":

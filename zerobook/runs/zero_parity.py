@@ -21,7 +21,7 @@ the traffic of its last step and the gradient bytes held during that step.
 """
 import argparse
 import contextlib
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
 import torch
@@ -87,6 +87,23 @@ METHODS = {
     "sharded": Method(lambda model, groups: ShardedOptimizer(groups, torch.optim.AdamW, lr=LR), averages="step"),
     "zero_ro": Method(zero_redundancy, averages="step", local=lambda optimizer: optimizer.optim),
 }
+
+
+@dataclass
+class Report:
+    """What every rank reports (result.ranks[r] holds these keys): `runs[scenario][method]` holds
+    each run's `diff` from its `reference`, `norms`, `traffic`, gradient bytes `held`,
+    `optimizer_bytes` and its shards' layout (`padded`, `runs`, ...)."""
+
+    runs: dict
+    num_params: int  # trainable: the frozen bias left out
+    frozen: int
+    max_norm: float
+    bucket_numel: int
+    micro_batches: int
+    element_size: int
+    world_size: int
+    weight_scale: float
 
 
 def groups_of(model) -> list[dict]:
@@ -240,9 +257,8 @@ def main() -> None:
         methods = methods_of(methods or cli.methods, dtype, clipped=SCENARIOS[name][1] != float("inf"))
         runs[name] = run_scenario(name, methods, config, dtype, cli.steps, me)
     trainable = sum(p.numel() for p in GPT(config).parameters()) - config.hidden  # less the frozen bias
-    zb.report(num_params=trainable, frozen=config.hidden, runs=runs, max_norm=MAX_NORM, bucket_numel=BUCKET_NUMEL,
-              micro_batches=MICRO_BATCHES, element_size=torch.tensor([], dtype=dtype).element_size(),
-              world_size=me.world_size, weight_scale=weight_scale(config))
+    zb.report(**asdict(Report(runs, trainable, config.hidden, MAX_NORM, BUCKET_NUMEL, MICRO_BATCHES,
+                              torch.tensor([], dtype=dtype).element_size(), me.world_size, weight_scale(config))))
 
 
 if __name__ == "__main__":
