@@ -1,0 +1,148 @@
+"""The step model: DDP and ZeRO-1/2/3 (and HSDP) as a program of computation and collectives,
+scheduled on two streams.
+
+Times: a block's forward is its FLOPs over the sustained rate (hardware.peak_flops x
+hardware.sustained), its backward twice that (plus a forward again under full recomputation); a
+collective over k ranks of S bytes is a ring: (k-1) alpha + (k-1)/k S / B for a reduce-scatter or
+an all-gather, twice that for an all-reduce, with B the NVLink bandwidth when the k ranks share a
+node and the network's otherwise (a ring that leaves the node goes at the pace of its slowest
+link). The optimizer's step reads and writes every shard element's 28 bytes (fp32 master,
+momentum and variance, the gradient, the 16-bit copy) at HBM bandwidth.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zerobook.perfmodel.schedule import Program
+
+OPTIMIZER_BYTES_PER_ELEMENT = 28  # read master, m, v (12) + 16-bit grad (2); write master, m, v (12) + 16-bit copy (2)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Who communicates with whom: N ranks, g per node, shards over groups of G (HSDP: N/G
+    replicas of each shard group)."""
+
+    world_size: int
+    gpus_per_node: int
+    shard_group: int
+
+    @property
+    def replicas(self) -> int:
+        return self.world_size // self.shard_group
+
+    def link(self, hardware, ranks: int, spans_nodes: bool) -> tuple[float, float]:
+        """(alpha, bandwidth) of a ring over `ranks` ranks: NVLink inside a node, else the network."""
+        if spans_nodes:
+            return hardware.inter_alpha, hardware.inter_bandwidth
+        return hardware.intra_alpha, hardware.intra_bandwidth
+
+
+def ring_seconds(kind: str, size: float, ranks: int, alpha: float, bandwidth: float) -> float:
+    """A ring collective of `size` bytes (the whole buffer) over `ranks` ranks."""
+    if ranks == 1:
+        return 0.0
+    steps = 2 if kind == "all_reduce" else 1
+    return steps * ((ranks - 1) * alpha + (ranks - 1) / ranks * size / bandwidth)
+
+
+class StepProgram:
+    """Builds one step's program for a stage; `unit_bytes` and `compute` give sizes and times."""
+
+    def __init__(self, spec, hardware, layout: Layout, stage: int, times: dict, element_bytes: int,
+                 prefetch: bool):
+        self.spec, self.hardware, self.layout, self.stage = spec, hardware, layout, stage
+        self.times, self.element_bytes, self.prefetch = times, element_bytes, prefetch
+        self.program = Program(hardware.overlap)
+
+    def collective(self, kind: str, unit: str, params: int, *deps):
+        """A collective of `params` 16-bit elements: DDP's all-reduce over every rank, ZeRO's
+        all-gather and reduce-scatter over the shard group (and, under HSDP, an all-reduce of
+        the shard over the replicas, on the network)."""
+        layout, size = self.layout, params * self.element_bytes
+        if kind == "all_reduce":
+            ranks, spans = layout.world_size, layout.world_size > layout.gpus_per_node
+        else:
+            ranks, spans = layout.shard_group, layout.shard_group > layout.gpus_per_node
+        seconds = ring_seconds(kind, size, ranks, *layout.link(self.hardware, ranks, spans))
+        op = self.program.add("communication", kind.replace("_", "-"), unit, seconds, *deps)
+        if kind == "reduce_scatter" and layout.replicas > 1:
+            shard = size / layout.shard_group
+            across = ring_seconds("all_reduce", shard, layout.replicas,
+                                  *layout.link(self.hardware, layout.replicas, layout.world_size > layout.gpus_per_node))
+            op = self.program.add("communication", "all-reduce (replicas)", unit, across, ("end", op))
+        return op
+
+    def compute(self, what: str, unit: str, seconds: float, *deps):
+        return self.program.add("compute", what, unit, seconds, *deps)
+
+    def forward(self) -> list:
+        """Forward: (stage 3) gather each block, compute, free; the root kept throughout."""
+        t, blocks, ops = self.times, self.spec.layers, []
+        previous = None
+        gather_root = self.collective("all_gather", "root", self.spec.root_params()) if self.stage == 3 else None
+        for k in range(blocks):
+            deps = [("end", previous)] if previous else []
+            if self.stage == 3:
+                issue = [] if previous is None else [("start" if self.prefetch else "end", previous)]
+                gather = self.collective("all_gather", f"blocks.{k}", self.spec.block_params(), *issue)
+                deps.append(("end", gather))
+                if gather_root is not None and k == 0:
+                    deps.append(("end", gather_root))
+            previous = self.compute("forward", f"blocks.{k}", t["block_forward"], *deps)
+            ops.append(previous)
+        return ops + [self.compute("forward", "root", t["root_forward"], ("end", previous))]
+
+    def backward(self, last_forward) -> list:
+        """Backward, last block first: (stage 3) gather again — with prefetch issued when the
+        block after it starts its backward, so it goes before that block's reduce-scatter —
+        compute, reduce; DDP all-reduces and ZeRO-1/2 reduce-scatter each block's gradients as
+        soon as they are ready. One communication stream: a reduce-scatter and a gather do not
+        share the links at once (FSDP2 gives them two streams; the bandwidth is shared anyway)."""
+        t, reduces, blocks = self.times, [], self.spec.layers
+        previous = self.compute("backward", "root", t["root_backward"], ("end", last_forward))
+        kind = "all_reduce" if self.stage == 0 else "reduce_scatter"
+        gather = self.regather(blocks - 1, previous)
+        for k in reversed(range(blocks)):
+            deps = [("end", previous)] + ([("end", gather)] if gather else [])
+            previous = self.compute("backward", f"blocks.{k}", t["block_backward"], *deps)
+            gather = self.regather(k - 1, previous) if self.prefetch else None
+            reduces.append(self.collective(kind, f"blocks.{k}", self.spec.block_params(), ("end", previous)))
+            if not self.prefetch:
+                gather = self.regather(k - 1, previous)
+        reduces.append(self.collective(kind, "root", self.spec.root_params(), ("end", previous)))
+        return reduces
+
+    def regather(self, k: int, previous):
+        """Stage 3's backward all-gather of block k, issued when `previous` starts (prefetch) or
+        ends; nothing to do for other stages, or before block 0."""
+        if self.stage != 3 or k < 0:
+            return None
+        issue = ("start" if self.prefetch else "end", previous)
+        return self.collective("all_gather", f"blocks.{k}", self.spec.block_params(), issue)
+
+    def build(self) -> Program:
+        forward = self.forward()
+        reduces = self.backward(forward[-1])
+        step = self.compute("optimizer step", "all", self.times["optimizer"], *[("end", r) for r in reduces])
+        if self.stage in (1, 2):  # the updated 16-bit shards back to every rank of the group
+            self.collective("all_gather", "all", self.spec.num_params(), ("end", step))
+        return self.program
+
+
+def traffic_per_gpu(spec, stage: int, layout: Layout, element_bytes: int = 2) -> dict:
+    """Bytes one GPU sends per step on each kind of link ("nvlink", "network"), from the ring's
+    (k-1)/k: DDP all-reduces 2Psi over every rank; ZeRO-1/2 reduce-scatter and all-gather Psi over
+    the shard group; ZeRO-3 gathers twice (the root once: it is kept) and reduce-scatters once;
+    HSDP adds the all-reduce of each shard (Psi/G) over the N/G replicas."""
+    psi, n, g, group = spec.num_params(), layout.world_size, layout.gpus_per_node, layout.shard_group
+    out = {"nvlink": 0.0, "network": 0.0}
+    if stage == 0:
+        out["network" if n > g else "nvlink"] += 2 * (n - 1) / n * psi * element_bytes
+        return out
+    gathered = 2 * psi - spec.root_params() if stage == 3 else psi
+    out["network" if group > g else "nvlink"] += (group - 1) / group * (gathered + psi) * element_bytes
+    replicas = layout.replicas
+    if replicas > 1:
+        out["network" if n > g else "nvlink"] += 2 * (replicas - 1) / replicas * psi / group * element_bytes
+    return out
