@@ -45,6 +45,7 @@ class Event:
     world_size: int = 1
     bus_bytes: float | None = None  # collectives only: nccl-tests' bus bytes
     seconds: float = 0.0
+    ranks: tuple | None = None  # the group's global ranks (None: every rank)
 
 
 def tensor_bytes(tensor: torch.Tensor) -> int:
@@ -115,9 +116,11 @@ class CommMeter:
     def _record_collective(self, name, args, kwargs, seconds) -> None:
         index, keyword, factor = COLLECTIVES[name]
         tensor = args[index] if len(args) > index else kwargs[keyword]  # FSDP2 passes keywords
-        n = dist.get_world_size(kwargs.get("group"))
+        group = kwargs.get("group")
+        n = dist.get_world_size(group)
+        ranks = None if group is None or n == dist.get_world_size() else tuple(dist.get_process_group_ranks(group))
         size = tensor_bytes(tensor)
-        self.events.append(Event(SAME_AS.get(name, name), size, None, n, size * factor(n), seconds))
+        self.events.append(Event(SAME_AS.get(name, name), size, None, n, size * factor(n), seconds, ranks))
 
     def bytes_sent(self) -> int:
         """Bytes this rank sent point to point (send and isend, inside batches too)."""
@@ -130,11 +133,13 @@ class CommMeter:
         """nccl-tests' bus bytes of the built-in collectives recorded (what a ring would send)."""
         return sum(e.bus_bytes for e in self.events if e.bus_bytes is not None)
 
-    def summary(self) -> dict:
-        """JSON-able totals by operation: calls and bytes (sent, received, or S and bus bytes)."""
+    def summary(self, by_group: bool = False) -> dict:
+        """JSON-able totals by operation: calls and bytes (sent, received, or S and bus bytes);
+        by_group: by operation and group ("all_reduce over (0, 2)"), to tell links apart."""
         out: dict = {}
         for e in self.events:
-            entry = out.setdefault(e.op, {"calls": 0, "bytes": 0})
+            key = f"{e.op} over {e.ranks}" if by_group and e.ranks is not None else e.op
+            entry = out.setdefault(key, {"calls": 0, "bytes": 0})
             entry["calls"] += 1
             entry["bytes"] += e.bytes
             if e.bus_bytes is not None:

@@ -38,17 +38,22 @@ class Zero3(MasterShard):
     shards (one tensor per run of a parameter group), as FSDP lets any optimizer step its shards.
     Each unit keeps its own dtype (an fp32 norm in the root beside bf16 blocks, say).
 
-    Options: `prefetch` (a `Prefetch`: what to gather ahead), `reshard_root` (free the root after
+    Options: `group` (the ranks that shard among themselves), `replicate_group` (HSDP: the ranks
+    of the other groups that hold the same shard: gradients are all-reduced over them after the
+    reduce-scatter), `prefetch` (a `Prefetch`: what to gather ahead), `reshard_root` (free the root after
     forward too), `offload="cpu"` (ZeRO-Offload: the master and the optimizer in host memory),
     `recompute_aware=False` (the naive hooks the checkpointing chapter measures), `unit_cls` (a
     Unit subclass: the labs' hook point). Hook points a subclass may replace: `before_forward`;
     `log` records an event."""
 
     def __init__(self, model: torch.nn.Module, unit_types: tuple = (), optimizer_class=torch.optim.AdamW, *,
-                 groups=None, group=None, prefetch: Prefetch = Prefetch(), reshard_root: bool = False,
-                 offload=None, recompute_aware: bool = True, unit_cls=Unit, **optimizer_options):
+                 groups=None, group=None, replicate_group=None, prefetch: Prefetch = Prefetch(),
+                 reshard_root: bool = False, offload=None, recompute_aware: bool = True, unit_cls=Unit,
+                 **optimizer_options):
         self.group, self.world_size = group, dist.get_world_size(group)
-        self.units = [unit_cls(name, params, group, log=self.log) for name, params in wrap_policy(model, unit_types)]
+        self.replicas = 1 if replicate_group is None else dist.get_world_size(replicate_group)
+        self.units = [unit_cls(name, params, group, log=self.log, replicate_group=replicate_group)
+                      for name, params in wrap_policy(model, unit_types)]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
         self.recompute_aware = recompute_aware
         self.offload = None if offload is None else torch.device(offload)
@@ -143,7 +148,7 @@ class Zero3(MasterShard):
     def shard_grads(self) -> torch.Tensor:
         """Every unit's gradient shard (reduce-scattered in backward), each averaged in its own
         dtype (as DDP averages each gradient), concatenated (in fp32 when the dtypes differ)."""
-        return torch.cat([u.grad_shard / self.world_size for u in self.units])
+        return torch.cat([u.grad_shard / (self.world_size * self.replicas) for u in self.units])
 
     @torch.no_grad()
     def step(self) -> None:

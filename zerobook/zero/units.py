@@ -34,8 +34,8 @@ class Unit:
     Hook points a subclass may replace (the labs do): `start_gather` and `free`; `log(what, unit)`
     records an event in the owner's timeline (Zero3 passes its own)."""
 
-    def __init__(self, name: str, params: list, group=None, log=None):
-        self.name, self.group = name, group
+    def __init__(self, name: str, params: list, group=None, log=None, replicate_group=None):
+        self.name, self.group, self.replicate_group = name, group, replicate_group
         self.log = log or (lambda what, unit: None)
         self.rank, world_size = dist.get_rank(group), dist.get_world_size(group)
         dtypes = sorted({str(p.dtype) for p in params})
@@ -88,8 +88,12 @@ class Unit:
 
     @torch.no_grad()
     def reduce_grads(self) -> None:
-        """Reduce-scatter (SUM) the full gradient buffer; add this rank's part to the gradient shard."""
+        """Reduce-scatter (SUM) the full gradient buffer over the shard group; under HSDP also
+        all-reduce (SUM) that shard over the replicas (the ranks holding the same shard); add it to
+        the gradient shard."""
         out = torch.empty_like(self.grad_shard)
         dist.reduce_scatter_tensor(out, self.grad_buffer, group=self.group)
+        if self.replicate_group is not None:
+            dist.all_reduce(out, group=self.replicate_group)
         self.grad_shard.add_(out)
         self.grad_buffer, self.arrived = None, 0
