@@ -1,0 +1,73 @@
+"""What this machine does per second, measured on every rank at once (so that ranks sharing cores
+share them as they will in a training run): the inputs of a "this machine" hardware preset for
+zerobook.perfmodel.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.runs.calibrate --hidden 256 --layers 4
+
+compute: forward and backward of the course's GPT on `--batch` sequences, without any collective
+(FLOP/s from the model's own count, forward x 3); optimizer: one AdamW step over a tensor of
+Psi / N elements (seconds per element); communication: all-reduce (SUM) of sizes from 4 KiB to
+16 MiB, fitted to the ring's t = 2(N-1) alpha + 2(N-1)/N S beta (zerobook.traffic). Each timing is
+the median of `--repeats`.
+"""
+import argparse
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+import zerobook as zb
+from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.traffic import fit_alpha_beta
+
+SIZES = [2**k for k in range(12, 25, 2)]  # bytes: 4 KiB .. 16 MiB
+
+
+def median_seconds(fn, repeats: int) -> float:
+    """Median wall seconds of fn() over `repeats` calls, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        dist.barrier()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def compute_seconds(config: GPTConfig, batch: int, repeats: int) -> float:
+    model = GPT(config)
+    tokens = random_batch(config, batch, seed=0)
+    return median_seconds(lambda: next_token_loss(model, tokens).backward(), repeats)
+
+
+def optimizer_seconds(elements: int, repeats: int) -> float:
+    weight = torch.nn.Parameter(torch.zeros(elements))
+    weight.grad = torch.randn(elements)
+    optimizer = torch.optim.AdamW([weight], lr=1e-4)
+    return median_seconds(optimizer.step, repeats)
+
+
+def all_reduce_fit(repeats: int, me: zb.Rank) -> dict:
+    seconds = [median_seconds(lambda n=size: dist.all_reduce(torch.ones(n // 4)), repeats) for size in SIZES]
+    return fit_alpha_beta(SIZES, seconds, me.world_size) if me.world_size > 1 else {"alpha": 0.0, "beta": 0.0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=5)
+    cli = parser.parse_args()
+    me = zb.setup()
+    config = GPTConfig(vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=128)
+    psi = sum(p.numel() for p in GPT(config).parameters())
+    zb.report(compute_seconds=compute_seconds(config, cli.batch, cli.repeats),
+              optimizer_seconds={n: optimizer_seconds(psi // n, cli.repeats) for n in sorted({1, me.world_size})},
+              all_reduce=all_reduce_fit(cli.repeats, me), num_params=psi, world_size=me.world_size)
+
+
+if __name__ == "__main__":
+    main()
