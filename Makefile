@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  := torch==2.13.0
 
-.PHONY: install book test test-grading test-all test-quick release grade clean
+.PHONY: install book test test-grading test-all test-quick gpu-check release grade clean
 
 install: $(STAMP)
 
@@ -58,6 +58,13 @@ test-all: test test-grading
 # The contributor's loop: the package's unit tests, no ranks launched, no notebook, no book.
 test-quick: $(STAMP)
 	$(PY) -m pytest tests -m "not launch and not grading and not book and not slow" --numprocesses=2
+
+# On a GPU host: every GPU path (NCCL, CUDA tensors in every run and lab harness, the CUDA
+# allocator against the calculator, bandwidth, ours vs FSDP2, streams, the datasheet's FLOP/s),
+# saved to benchmarks/results/gpu_<device>_<date>.md/.json, which the chapters show. Without a
+# GPU: the dry run (the CPU path; make test runs it too).
+gpu-check: $(STAMP)
+	$(PY) benchmarks/gpu.py
 
 release: $(STAMP)
 	$(PY) -m zerobook.grading release

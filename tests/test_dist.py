@@ -56,3 +56,20 @@ def test_report_prints_when_no_notebook_listens(monkeypatch, capsys):
 def test_report_names_what_json_cannot_hold(bad):
     with pytest.raises(TypeError, match="zb.report: cannot send"):
         zdist.report(value=bad)
+
+
+def test_the_device_follows_the_backend_and_sharing_a_gpu_needs_one(monkeypatch):
+    """NCCL: the rank's own GPU; gloo: CPU; ZEROBOOK_DEVICE=cuda shares GPUs round-robin, and
+    without CUDA it has nothing to share, so the rank stays on the CPU."""
+    import torch
+
+    from zerobook.dist import DEVICE_ENV, choose_device
+
+    monkeypatch.delenv(DEVICE_ENV, raising=False)
+    assert choose_device("nccl", 3) == "cuda:3" and choose_device("gloo", 3) == "cpu"
+    monkeypatch.setenv(DEVICE_ENV, "cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert choose_device("gloo", 3) == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert choose_device("gloo", 3) == "cuda:1" and choose_device("nccl", 2) == "cuda:0"

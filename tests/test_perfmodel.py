@@ -9,6 +9,7 @@ from zerobook import measure
 from zerobook.hardware import A100_NODE, H100_NODE
 from zerobook.models import GPT, GPTConfig
 from zerobook.perfmodel import GPT3_175B, LLAMA3_8B, LLAMA3_70B, ModelSpec, predict_step
+from zerobook.perfmodel.models import course_gpt
 from zerobook.perfmodel.step import Layout, traffic_per_gpu
 
 
@@ -33,8 +34,7 @@ def test_flops_per_token_give_the_published_training_compute_and_mfu():
 
 def test_the_course_gpt_counted_by_the_model_and_by_flop_counter_mode():
     config = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
-    spec = ModelSpec("course GPT", layers=2, hidden=64, heads=4, kv_heads=4, ffn=256, vocab=128, gated=False,
-                     tied=True, biases=True, norm_params=2)
+    spec = course_gpt(config)
     model = GPT(config)
     assert spec.num_params() == measure.num_params(model)
     tokens = torch.randint(128, (3, 32))

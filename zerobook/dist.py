@@ -19,6 +19,7 @@ from pathlib import Path
 REPORT_DIR_ENV = "ZEROBOOK_REPORT_DIR"
 TIMEOUT_ENV = "ZEROBOOK_COLLECTIVE_TIMEOUT"
 BACKEND_ENV = "ZEROBOOK_BACKEND"
+DEVICE_ENV = "ZEROBOOK_DEVICE"  # "cuda": gloo ranks keep CUDA tensors (several ranks may share a GPU)
 DEFAULT_COLLECTIVE_TIMEOUT_S = 30.0  # a stuck collective fails well within a minute
 
 
@@ -61,6 +62,20 @@ def choose_backend(local_world_size: int) -> tuple[str, str]:
     return "gloo", f"{gpus} GPU(s) for {local_world_size} local rank(s): CPU tensors"
 
 
+def choose_device(backend: str, local_rank: int) -> str:
+    """NCCL: this rank's own GPU. gloo: CPU. With ZEROBOOK_DEVICE=cuda: GPUs shared round-robin
+    (gloo on CUDA tensors lacks send/recv, and NCCL refuses two ranks on one GPU: see
+    benchmarks/results/gpu_*.md)."""
+    import torch
+
+    shared = os.environ.get(DEVICE_ENV) == "cuda" and torch.cuda.is_available()
+    if backend == "nccl" and not shared:
+        return f"cuda:{local_rank}"
+    if shared:
+        return f"cuda:{local_rank % torch.cuda.device_count()}"
+    return "cpu"
+
+
 def collective_timeout() -> timedelta:
     """How long a collective may wait for its peers before it fails (never torch's 30 minutes)."""
     return timedelta(seconds=float(os.environ.get(TIMEOUT_ENV, DEFAULT_COLLECTIVE_TIMEOUT_S)))
@@ -74,15 +89,15 @@ def setup(verbose: bool = True) -> Rank:
     world_size = env_int("WORLD_SIZE", 1)
     local_rank = env_int("LOCAL_RANK", 0)
     backend, why = choose_backend(env_int("LOCAL_WORLD_SIZE", world_size))
-    device = f"cuda:{local_rank}" if backend == "nccl" else "cpu"
-    if backend == "nccl":
-        torch.cuda.set_device(local_rank)
+    device = choose_device(backend, local_rank)
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
     if not dist.is_initialized():
         _init_process_group(backend, world_size)
         atexit.register(teardown)
     me = Rank(dist.get_rank(), dist.get_world_size(), local_rank, backend, device)
     if verbose and me.is_main:
-        print(f"[zerobook] backend={backend} device={'cuda' if backend == 'nccl' else 'cpu'} "
+        print(f"[zerobook] backend={backend} device={device.split(':')[0]} "
               f"world_size={me.world_size} ({why})", flush=True)
     return me
 

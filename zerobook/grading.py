@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -24,19 +25,27 @@ PART_TIMEOUT_S = 60  # a student's infinite loop costs this much, then grading g
 
 
 def run_part(lab: str, student_file: str, part: str, nproc: int = 4,
-             timeout: float = PART_TIMEOUT_S, debug: bool = True) -> RunResult:
+             timeout: float = PART_TIMEOUT_S, debug: bool = True, **launch_options) -> RunResult:
     """Launch lab `lab`'s trusted harness on `nproc` ranks for one part of the student's file.
 
     debug=True checks that every collective matches across ranks (TORCH_DISTRIBUTED_DEBUG=DETAIL).
     Harnesses that wrap the model in DDP pass debug=False: in torch 2.13 DDP's constructor crashes
-    (SIGSEGV) on gloo in DETAIL mode.
+    (SIGSEGV) on gloo in DETAIL mode. launch_options: zb.torchrun's (backend, env).
     """
     stubs = function_stubs(student_file)
     if stubs and all(stubs.values()):
         raise NotImplementedError(f"{Path(student_file).name}: no function is implemented yet "
                                   f"({', '.join(stubs)} still raise NotImplementedError)")
     return torchrun(f"zerobook.labs.{lab}", nproc=nproc, timeout=timeout, debug=debug,
-                    args=["--student", student_file, "--part", part])
+                    args=["--student", student_file, "--part", part], **launch_options)
+
+
+def reference_script(labs: Path, lab: str) -> str:
+    """The rank script of lab `lab`'s instructor notebook (its solutions in), as the student's
+    `%%writefile` cell writes it (without that line)."""
+    notebook = json.loads((Path(labs) / lab / f"{lab}.ipynb").read_text())
+    cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script")
+    return "".join(cell["source"]).split("\n", 1)[1]
 
 
 def function_stubs(student_file: str) -> dict[str, bool] | None:

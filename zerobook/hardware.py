@@ -25,6 +25,8 @@ H100_SXM = {
     "bf16_sparse": 1978.9 * TFLOPS,
     "fp8_dense": 1978.9 * TFLOPS,
     "fp8_sparse": 3957.8 * TFLOPS,
+    "tf32_dense": 494.7 * TFLOPS,  # the datasheet's 989 TF32 is with sparsity too
+    "fp32": 66.9 * TFLOPS,  # no tensor cores
     "memory_bytes": 80e9,
 }
 

@@ -18,10 +18,10 @@ PARTS = ["correct", "bytes"]
 SIZES = [1, 7, 1001, 4096 + 3, 2**20]
 
 
-def check_case(student, size: int, dtype: torch.dtype, rank: int) -> bool:
-    """One tensor, summed in place by the student and by dist.all_reduce: equal?"""
-    torch.manual_seed(size * 31 + rank)
-    theirs = torch.randint(-100, 100, (size,)).to(dtype)
+def check_case(student, size: int, dtype: torch.dtype, me: zb.Rank) -> bool:
+    """One tensor on this rank's device, summed in place by the student and by dist.all_reduce: equal?"""
+    torch.manual_seed(size * 31 + me.rank)
+    theirs = torch.randint(-100, 100, (size,)).to(device=me.device, dtype=dtype)
     expected = theirs.clone()
     dist.all_reduce(expected)
     call_student(student, "ring_all_reduce", theirs)
@@ -33,11 +33,11 @@ def main() -> None:
     me = zb.setup()
     student = load_student(cli.student)
     if cli.part == "correct":
-        cases = {f"{str(dtype).split('.')[-1]}/{size}": check_case(student, size, dtype, me.rank)
+        cases = {f"{str(dtype).split('.')[-1]}/{size}": check_case(student, size, dtype, me)
                  for dtype in (torch.float32, torch.float64) for size in SIZES}
         zb.report(cases=cases)
         return
-    tensor = torch.ones(me.world_size * 12_000)
+    tensor = torch.ones(me.world_size * 12_000, device=me.device)
     with CommMeter() as meter:
         call_student(student, "ring_all_reduce", tensor)
     collectives = sorted(op for op in meter.summary() if op not in ("send", "isend", "recv", "irecv"))

@@ -96,17 +96,17 @@ def step(method: str, model, optimizer, batch, average: str = "sum / N") -> None
 def train(method: str, student, me: zb.Rank, steps: int = STEPS, average: str = "sum / N"):
     """(model, optimizer) after `steps` steps from seed 0."""
     torch.manual_seed(0)
-    model = GPT(CONFIG)
+    model = GPT(CONFIG).to(me.device)
     optimizer = optimizer_for(method, model, student, me)
     for index in range(steps):
         step(method, model, optimizer, rank_batch(CONFIG, BATCH, index, me), average)
     return model, optimizer
 
 
-def matched_everywhere(diff: dict) -> bool:
+def matched_everywhere(diff: dict, device: str) -> bool:
     """Every rank found no difference (one all-reduce, MIN: all ranks decide alike, so they
     run the same collectives next)."""
-    flag = torch.tensor([float(max(diff.values()) == 0)])
+    flag = torch.tensor([float(max(diff.values()) == 0)], device=device)
     dist.all_reduce(flag, op=dist.ReduceOp.MIN)
     return bool(flag.item())
 
@@ -121,7 +121,7 @@ def parity(student, me: zb.Rank) -> dict:
         for how in AVERAGES:
             references.append(flat_weights(train("ddp", student, me, average=how)[0]))
             diff = {m: min((w - r).abs().max().item() for r in references) for m, w in weights.items()}
-            if matched_everywhere(diff) or me.world_size & (me.world_size - 1) == 0:
+            if matched_everywhere(diff, me.device) or me.world_size & (me.world_size - 1) == 0:
                 break
     return {"diff": diff, "weight_scale": references[0].abs().max().item()}
 

@@ -64,7 +64,7 @@ def build(student, model):
 
 def train(method: str, student, me: zb.Rank, steps: int = STEPS):
     torch.manual_seed(0)
-    model = GPT(CONFIG)
+    model = GPT(CONFIG).to(me.device)
     if method == "ddp":
         optimizer = MixedPrecisionAdamW(model.parameters(), lr=LR, weight_decay=0.01)
     else:

@@ -100,3 +100,11 @@ GPT3_175B = ModelSpec("GPT-3 175B", layers=96, hidden=12288, heads=96, kv_heads=
 LLAMA3_8B = ModelSpec("Llama 3 8B", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256)
 LLAMA3_70B = ModelSpec("Llama 3 70B", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672, vocab=128256)
 MODELS = {m.name: m for m in (GPT3_175B, LLAMA3_8B, LLAMA3_70B)}
+
+
+def course_gpt(config) -> ModelSpec:
+    """The course's GPT (zerobook.models.GPT with this GPTConfig): LayerNorm, biases, a 4h MLP,
+    the embedding tied to the output layer, fixed positions."""
+    return ModelSpec("course GPT", layers=config.layers, hidden=config.hidden, heads=config.heads,
+                     kv_heads=config.heads, ffn=4 * config.hidden, vocab=config.vocab, gated=False,
+                     tied=True, biases=True, norm_params=2)

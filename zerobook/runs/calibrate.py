@@ -24,33 +24,38 @@ from zerobook.traffic import fit_alpha_beta
 SIZES = [2**k for k in range(12, 25, 2)]  # bytes: 4 KiB .. 16 MiB
 
 
-def median_seconds(fn, repeats: int) -> float:
-    """Median wall seconds of fn() over `repeats` calls, after one warm-up call."""
+def median_seconds(fn, repeats: int, device: str = "cpu") -> float:
+    """Median wall seconds of fn() over `repeats` calls, after one warm-up call (on a GPU, until
+    its kernels have finished)."""
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     fn()
     times = []
     for _ in range(repeats):
         dist.barrier()
+        sync()
         start = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
-def compute_seconds(config: GPTConfig, batch: int, repeats: int) -> float:
-    model = GPT(config)
-    tokens = random_batch(config, batch, seed=0)
-    return median_seconds(lambda: next_token_loss(model, tokens).backward(), repeats)
+def compute_seconds(config: GPTConfig, batch: int, repeats: int, device: str) -> float:
+    model = GPT(config).to(device)
+    tokens = random_batch(config, batch, seed=0).to(device)
+    return median_seconds(lambda: next_token_loss(model, tokens).backward(), repeats, device)
 
 
-def optimizer_seconds(elements: int, repeats: int) -> float:
-    weight = torch.nn.Parameter(torch.zeros(elements))
-    weight.grad = torch.randn(elements)
+def optimizer_seconds(elements: int, repeats: int, device: str) -> float:
+    weight = torch.nn.Parameter(torch.zeros(elements, device=device))
+    weight.grad = torch.randn(elements, device=device)
     optimizer = torch.optim.AdamW([weight], lr=1e-4)
-    return median_seconds(optimizer.step, repeats)
+    return median_seconds(optimizer.step, repeats, device)
 
 
 def all_reduce_fit(repeats: int, me: zb.Rank) -> dict:
-    seconds = [median_seconds(lambda n=size: dist.all_reduce(torch.ones(n // 4)), repeats) for size in SIZES]
+    ones = {size: torch.ones(size // 4, device=me.device) for size in SIZES}
+    seconds = [median_seconds(lambda n=size: dist.all_reduce(ones[n]), repeats, me.device) for size in SIZES]
     return fit_alpha_beta(SIZES, seconds, me.world_size) if me.world_size > 1 else {"alpha": 0.0, "beta": 0.0}
 
 
@@ -64,8 +69,9 @@ def main() -> None:
     me = zb.setup()
     config = GPTConfig(vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=128)
     psi = sum(p.numel() for p in GPT(config).parameters())
-    zb.report(compute_seconds=compute_seconds(config, cli.batch, cli.repeats),
-              optimizer_seconds={n: optimizer_seconds(psi // n, cli.repeats) for n in sorted({1, me.world_size})},
+    zb.report(compute_seconds=compute_seconds(config, cli.batch, cli.repeats, me.device),
+              optimizer_seconds={n: optimizer_seconds(psi // n, cli.repeats, me.device)
+                                 for n in sorted({1, me.world_size})},
               all_reduce=all_reduce_fit(cli.repeats, me), num_params=psi, world_size=me.world_size)
 
 

@@ -53,27 +53,28 @@ def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: boo
     return times
 
 
-def single_process(initial: dict, steps: int, batch_size: int) -> torch.Tensor:
+def single_process(initial: dict, steps: int, batch_size: int, device: str) -> torch.Tensor:
     """The same steps on one process, each on the whole global batch."""
-    model = GPT(CONFIG)
+    model = GPT(CONFIG).to(device)
     model.load_state_dict(initial)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(steps):
         optimizer.zero_grad()
-        next_token_loss(model, random_batch(CONFIG, batch_size, seed=1000 + step)).backward()
+        next_token_loss(model, random_batch(CONFIG, batch_size, seed=1000 + step).to(device)).backward()
         optimizer.step()
     return flat_weights(model)
 
 
-def slices_in_rank_order(initial: dict, steps: int, per_rank: int, world_size: int) -> torch.Tensor:
-    """The same steps on one process, each rank's slice's gradient computed on its own and the N
-    averaged as the ordered all-reduce does: added in rank order, then divided by N."""
-    model = GPT(CONFIG)
+def slices_in_rank_order(initial: dict, steps: int, per_rank: int, world_size: int, device: str) -> torch.Tensor:
+    """The same steps on one process (on the ranks' kind of device), each rank's slice's gradient
+    computed on its own and the N averaged as the ordered all-reduce does: added in rank order,
+    then divided by N."""
+    model = GPT(CONFIG).to(device)
     model.load_state_dict(initial)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     params = list(model.parameters())
     for step in range(steps):
-        batch = random_batch(CONFIG, per_rank * world_size, seed=1000 + step)
+        batch = random_batch(CONFIG, per_rank * world_size, seed=1000 + step).to(device)
         grads = []
         for r in range(world_size):
             model.zero_grad(set_to_none=True)
@@ -88,7 +89,7 @@ def slices_in_rank_order(initial: dict, steps: int, per_rank: int, world_size: i
 def start(me: zb.Rank):
     """Every rank from its own random weights, then rank 0's (broadcast); the initial state."""
     torch.manual_seed(100 + me.rank)  # different on purpose: the broadcast makes them equal
-    model = GPT(CONFIG)
+    model = GPT(CONFIG).to(me.device)
     broadcast_params(model)
     return model, {k: v.clone() for k, v in model.state_dict().items()}
 
@@ -102,13 +103,13 @@ def run_mode(mode: str, cli, me: zb.Rank) -> dict:
     with ordered_sums():
         train(model, cli.steps, cli.per_rank, me, mode, ordered=True)
     weights = flat_weights(model)
-    spread = weights.clone()
+    spread = weights.to(me.device)
     dist.all_reduce(spread, op=dist.ReduceOp.MAX)
     result = {"step_seconds": statistics.median(times[1:] or times),
-              "across_ranks": (spread - weights).abs().max().item()}
+              "across_ranks": (spread.cpu() - weights).abs().max().item()}
     if me.is_main:
-        same_order = slices_in_rank_order(initial, cli.steps, cli.per_rank, me.world_size)
-        whole = single_process(initial, cli.steps, cli.per_rank * me.world_size)
+        same_order = slices_in_rank_order(initial, cli.steps, cli.per_rank, me.world_size, me.device)
+        whole = single_process(initial, cli.steps, cli.per_rank * me.world_size, me.device)
         result.update(vs_same_order=(weights - same_order).abs().max().item(),
                       vs_single_process=(weights - whole).abs().max().item(),
                       weight_scale=whole.abs().max().item())

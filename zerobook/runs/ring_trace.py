@@ -22,7 +22,7 @@ def main() -> None:
     parser.add_argument("--elements-per-rank", type=int, default=1024)
     cli = parser.parse_args()
     me = zb.setup()
-    ours = torch.full((cli.elements_per_rank * me.world_size,), float(2**me.rank))
+    ours = torch.full((cli.elements_per_rank * me.world_size,), float(2**me.rank), device=me.device)
     expected = ours.clone()
     dist.all_reduce(expected)
     trace = []

@@ -125,7 +125,7 @@ def main() -> None:
               peak={m: peak_bytes(*built[m], batch) for m in METHODS},
               kept={m: bytes_kept(*built[m], batch) for m in METHODS},
               num_params=sum(p.numel() for p in GPT(config).parameters()), backend=me.backend,
-              batch=cli.batch, seq_len=config.seq_len)
+              batch=cli.batch, seq_len=config.seq_len, world_size=me.world_size)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ median step time, the final weights' largest difference from the first configura
 bytes the rank keeps between steps.
 """
 import argparse
+import os
 import statistics
 import time
 from dataclasses import asdict, dataclass, replace
@@ -70,11 +71,17 @@ def chrome_trace(prefetch: Prefetch, config: GPTConfig, batch: int, path: str, m
     model = GPT(config).to(me.device)
     zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3, prefetch=prefetch)
     tokens = random_batch(config, batch, seed=me.rank).to(me.device)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if tokens.is_cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)  # kernels, with the stream each ran on
     for step in range(2):
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+        with torch.profiler.profile(activities=activities) as profiler:
             next_token_loss(model, tokens).backward()
             zero.step()
             zero.zero_grad()
+            if tokens.is_cuda:
+                torch.cuda.synchronize()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     profiler.export_chrome_trace(path)
     names = {e.name for e in profiler.events()}
     return sorted(n for n in names if n.startswith("zero3 ") or "gather" in n or "scatter" in n)

@@ -194,7 +194,7 @@ def train(name: str, config: GPTConfig, dtype, steps: int, me: zb.Rank, max_norm
     """`steps` steps of method `name` from seed 0; its final weights, norms, bytes and traffic."""
     method = METHODS[name]
     torch.manual_seed(0)
-    model = GPT(config).to(dtype)
+    model = GPT(config).to(device=me.device, dtype=dtype)
     model.blocks[0].ln1.bias.requires_grad_(False)  # frozen: no gradient, no optimizer state
     optimizer = method.optimizer(model, groups_of(model))
     norms = []

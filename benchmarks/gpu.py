@@ -1,0 +1,218 @@
+"""make gpu-check: every GPU path of the course, run on whatever GPUs this host has, and what only a
+GPU can show, written to benchmarks/results/gpu_<device>_<date>.md (and .json, which chapters read).
+
+    python benchmarks/gpu.py                 # on a GPU host: all sections, results saved
+    python benchmarks/gpu.py --dry-run       # anywhere: the CPU path (make test runs it)
+
+Sections: 1. which collectives each backend runs on CUDA tensors (NCCL needs one GPU per rank;
+several ranks sharing a GPU use gloo on CUDA tensors); 2. every run of zerobook.runs with device
+tensors, on each placement the host allows, and every lab's reference solution through its
+trusted harness, part by part; 3. the CUDA allocator against the calculator
+(zerobook.runs.cuda_memory); 4. collective bandwidth (nccl-tests' algbw and busbw); 5. ours vs
+FSDP2 step time and prefetch overlap (zerobook.runs.zero3_speed); 6. dense matrix-multiply
+throughput against the datasheet; 7. the performance model's compute time against a measured step.
+Each section is recorded as it ends; one that fails records its error and the next one runs.
+"""
+import argparse
+import json
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+from gpu_paths import collectives, every_lab, every_run, first_line, gpu_count, launch, placements
+from gpu_report import render
+
+RESULTS = Path(__file__).parent / "results"
+MEMORY_MODEL = ["--hidden", "1024", "--layers", "8", "--vocab", "8192", "--batch", "4"]
+SPEED_MODEL = ["--hidden", "1024", "--layers", "8", "--batch", "8", "--rounds", "5"]
+
+
+def environment() -> dict:
+    """Device, driver, torch, CUDA and NCCL versions."""
+    import subprocess
+
+    out = dict(torch=torch.__version__, cuda=torch.version.cuda, gpus=gpu_count(), date=time.strftime("%Y-%m-%d"))
+    if out["gpus"]:
+        out.update(device=torch.cuda.get_device_name(0), nccl=".".join(map(str, torch.cuda.nccl.version())),
+                   memory_bytes=torch.cuda.get_device_properties(0).total_memory)
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True)
+        out["driver"] = smi.stdout.strip() or "unknown"
+    return out
+
+
+def cuda_memory(gpus: int, model_args, world_sizes=(2, 4)) -> dict:
+    """world size -> rank 0's cuda_memory report (NCCL when each rank has a GPU, else gloo on CUDA)."""
+    out = {}
+    for n in world_sizes:
+        placement = (n, "nccl", {}) if gpus >= n else (n, "gloo", {"ZEROBOOK_DEVICE": "cuda"} if gpus else {})
+        out[n] = launch("cuda_memory", placement, model_args, 300)
+    return out
+
+
+def bandwidth(gpus: int) -> dict:
+    """Built-in all-reduce, reduce-scatter and all-gather (and our ring where the backend has
+    send/recv on these tensors) from 1 KiB to 256 MiB at the widest placement."""
+    label, placement = next(iter(placements(gpus).items())) if gpus >= 2 else list(placements(gpus).items())[-1]
+    impls = "builtin,reduce_scatter,all_gather" + (",ring" if placement[1] == "nccl" or gpus == 0 else "")
+    report = launch("bandwidth", placement, ["--max-bytes", str(2**28 if gpus else 2**20), "--impls", impls], 300)
+    return dict(report, placement=label)
+
+
+def step_times(gpus: int, model_args) -> dict:
+    """placement -> zero3_speed's report: ours vs FSDP2, with and without prefetch."""
+    return {label: launch("zero3_speed", placement, model_args, 300) for label, placement in placements(gpus).items()}
+
+
+def intervals_overlap(a: list, b: list) -> float:
+    """Total time covered by both interval lists at once (each a list of (start, end), merged first)."""
+    def merged(spans):
+        out = []
+        for start, end in sorted(spans):
+            if out and start <= out[-1][1]:
+                out[-1][1] = max(out[-1][1], end)
+            else:
+                out.append([start, end])
+        return out
+    total, b = 0.0, merged(b)
+    for start, end in merged(a):
+        total += sum(max(0.0, min(end, e) - max(start, s)) for s, e in b)
+    return total
+
+
+def kernel_overlap(trace_path: str) -> dict:
+    """From a profiler trace: NCCL kernels, memory copies and compute kernels, the streams each ran
+    on, their busy time, and how long each kind ran while a compute kernel did (microseconds)."""
+    events = json.loads(Path(trace_path).read_text())["traceEvents"]
+    kinds = {"nccl": [e for e in events if e.get("cat") == "kernel" and "nccl" in e["name"].lower()],
+             "copies": [e for e in events if e.get("cat") == "gpu_memcpy"],
+             "compute": [e for e in events if e.get("cat") == "kernel" and "nccl" not in e["name"].lower()]}
+    span = lambda es: [(e["ts"], e["ts"] + e["dur"]) for e in es]
+    out = {}
+    for kind, es in kinds.items():
+        out[kind] = dict(count=len(es), streams=sorted({e.get("args", {}).get("stream") for e in es}),
+                         busy_us=sum(e["dur"] for e in es),
+                         beside_compute_us=intervals_overlap(span(es), span(kinds["compute"])) if kind != "compute" else 0)
+    return out
+
+
+def streams(gpus: int, tmp: str) -> dict:
+    """placement -> kernel_overlap of one ZeRO-3 step with forward prefetch (zerobook.runs.
+    zero3_timeline --trace): which streams the collectives and copies run on, beside compute."""
+    out = {}
+    for label, placement in placements(gpus).items():
+        report = launch("zero3_timeline", placement, ["--configs", "forward", "--hidden", "1024", "--layers", "8",
+                                                      "--batch", "8", "--trace", f"{tmp}/{label}"], 300)
+        out[label] = kernel_overlap(report["trace"]["path"])
+    return out
+
+
+def matmul(n: int, dtype: torch.dtype, tf32: bool = False, repeats: int = 10) -> float:
+    """FLOP/s of an n x n x n product on this host's first device (CUDA events on a GPU)."""
+    device = "cuda" if gpu_count() else "cpu"
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    for _ in range(3):
+        a @ b
+    if device == "cpu":
+        start = time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        return 2 * n**3 * repeats / (time.perf_counter() - start)
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(repeats):
+        a @ b
+    end.record()
+    torch.cuda.synchronize()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return 2 * n**3 * repeats / (begin.elapsed_time(end) / 1e3)
+
+
+def matmuls(gpus: int) -> dict:
+    n = 8192 if gpus else 256
+    return {"n": n, "bf16": matmul(n, torch.bfloat16), "tf32": matmul(n, torch.float32, tf32=True),
+            "fp32": matmul(n, torch.float32)}
+
+
+def compute_model(gpus: int) -> dict:
+    """The course GPT's forward + backward, measured (zerobook.runs.calibrate on one rank) against
+    3 x its forward FLOPs (perfmodel's count) at the measured fp32 matrix-multiply rate."""
+    from zerobook.models import GPTConfig
+    from zerobook.perfmodel.models import course_gpt
+
+    sizes = [(256, 4, 4), (1024, 8, 16)] if gpus else [(64, 2, 2)]
+    placement = (1, "nccl" if gpus else "gloo", {})
+    out = []
+    for hidden, layers, batch in sizes:
+        config = GPTConfig(vocab=4096, hidden=hidden, layers=layers, heads=4, seq_len=128)
+        measured = launch("calibrate", placement, ["--hidden", hidden, "--layers", layers, "--batch", batch], 300)
+        spec, tokens = course_gpt(config), batch * config.seq_len
+        flops = 3 * (spec.layers * spec.block_forward_flops(tokens, config.seq_len) + spec.root_forward_flops(tokens))
+        out.append(dict(hidden=hidden, layers=layers, batch=batch, flops=flops, seconds=measured["compute_seconds"]))
+    return out
+
+
+def run_sections(gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None) -> dict:
+    """Every section in turn (or those in `only`), into `results` (the dry run: the CPU path of
+    each, small); `record` after each."""
+    results.update(environment=environment(), dry_run=dry_run)
+    work = {
+        "collectives": lambda: collectives(gpus) if gpus else "skipped: no GPU",
+        "runs": lambda: every_run(gpus, tmp, only={"hello"} if dry_run else None, parallel=6 if gpus else 1),
+        "labs": lambda: every_lab(gpus, tmp, parallel=6 if gpus else 1,
+                                  only={"setup_check/all_reduce"} if dry_run else None),
+        "memory": lambda: cuda_memory(gpus, *(([], (2,)) if dry_run else (MEMORY_MODEL,))),
+        "bandwidth": lambda: bandwidth(gpus) if gpus else "skipped: no GPU",
+        "step_times": lambda: step_times(gpus, SPEED_MODEL) if gpus else "skipped: no GPU",
+        "streams": lambda: streams(gpus, tmp) if gpus else "skipped: no GPU",
+        "matmul": lambda: matmuls(gpus),
+        "compute_model": lambda: compute_model(gpus) if gpus else "skipped: no GPU",
+    }
+    for name, fn in work.items():
+        if only and name not in only:
+            continue
+        start = time.monotonic()
+        try:
+            results[name] = fn()
+        except Exception as error:  # noqa: BLE001 - one section's failure must not lose the others
+            results[name] = {"error": first_line(error), "traceback": traceback.format_exc()[-2000:]}
+        print(f"[gpu-check] {name}: {time.monotonic() - start:.0f} s", flush=True)
+        record(results)
+    return results
+
+
+def default_save(env: dict) -> Path:
+    name = env.get("device", "cpu").lower().replace("nvidia ", "").split()[0]
+    return RESULTS / f"gpu_{name}_{env['date']}.md"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dry-run", action="store_true", help="the CPU path (the default with no GPU)")
+    parser.add_argument("--save", help="the .md to write (default: results/gpu_<device>_<date>.md on a GPU)")
+    parser.add_argument("--sections", help="comma-separated: only these, merged into the saved results")
+    cli = parser.parse_args(argv)
+    gpus = gpu_count()
+    dry_run = cli.dry_run or not gpus
+    save = Path(cli.save) if cli.save else (None if dry_run else default_save(environment()))
+
+    def record(results):
+        text = render(results)
+        if save:
+            save.write_text(text + "\n")
+            save.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+        return text
+
+    only = set(cli.sections.split(",")) if cli.sections else None
+    earlier = json.loads(save.with_suffix(".json").read_text()) if only and save and save.with_suffix(".json").exists() else {}
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
+        print(record(run_sections(gpus, dry_run, tmp, record, earlier, only)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""What only a GPU can show, as the last `make gpu-check` on a GPU host recorded it
+(benchmarks/results/gpu_<device>_<date>.json), for the chapters to show with its device and date.
+
+    record = gpu_record.latest()          # None until a GPU host has run benchmarks/gpu.py
+    record.label                          # "measured on NVIDIA H100 80GB HBM3 on 2026-11-23 (...)"
+    record.section("memory")              # that section's results, or None if it failed
+
+A chapter that reads it says plainly when no record exists (`MISSING`), rather than showing a
+number from nowhere.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+MISSING = ("No GPU host has run `make gpu-check` for this book yet: there is no measurement to "
+           "show here, only the CPU runs above.")
+
+
+@dataclass(frozen=True)
+class GpuRecord:
+    """One saved GPU check: its file and its results (the sections benchmarks/gpu.py writes)."""
+
+    path: Path
+    results: dict
+
+    @property
+    def device(self) -> str:
+        return self.results["environment"]["device"]
+
+    @property
+    def date(self) -> str:
+        return self.results["environment"]["date"]
+
+    @property
+    def label(self) -> str:
+        env = self.results["environment"]
+        return (f"measured on {self.device} on {self.date} (torch {env['torch']}, NCCL {env['nccl']}; "
+                f"benchmarks/results/{self.path.name})")
+
+    def section(self, name: str):
+        """A section's results; None if it was skipped or failed (its error is in the .md)."""
+        value = self.results.get(name)
+        if isinstance(value, str) or (isinstance(value, dict) and "traceback" in value):
+            return None
+        return value
+
+
+def latest(results: Path = RESULTS) -> GpuRecord | None:
+    """The newest GPU check in `results` (by the date it was taken), or None if there is none."""
+    records = []
+    for path in results.glob("gpu_*.json"):
+        data = json.loads(path.read_text())
+        if not data.get("dry_run") and data.get("environment", {}).get("gpus"):
+            records.append(GpuRecord(path, data))
+    return max(records, key=lambda r: (r.date, r.path.name), default=None)
+
+
+def allocator_rows(memory: dict, methods=None) -> list[dict]:
+    """Per world size and method: the calculator's model states, the allocator's bytes at the
+    moment they are all alive, their ratio, and the step's peak above them (bytes)."""
+    rows = []
+    for n, report in memory.items():
+        for method, m in report["methods"].items():
+            if methods and method not in methods:
+                continue
+            calc, cuda = m["calculator"]["total"], m["cuda"]
+            rows.append(dict(world_size=int(n), method=method, num_params=m["num_params"], calculator=calc,
+                             allocator=cuda["states"], ratio=cuda["states"] / calc,
+                             above=cuda["peak"] - cuda["states"]))
+    return rows
