@@ -98,3 +98,19 @@ def test_bad_input_says_what_is_wrong(changes, message):
 def test_a_model_that_does_not_fit_can_still_be_priced_on_request():
     p = predict(stage=0, allow_oom=True)
     assert not p.fits and p.peak_memory_bytes > A100_NODE.memory_bytes
+
+
+def test_this_machines_preset_reproduces_what_was_calibrated():
+    """machine_hardware turns runs.calibrate's numbers into a preset; predicting with it gives the
+    calibrated compute and optimizer seconds back, and a ring time from the fitted alpha-beta."""
+    from zerobook.perfmodel.machine import forward_flops, machine_hardware
+
+    config = GPTConfig(vocab=4096, hidden=256, layers=4, heads=4, seq_len=128)
+    spec, psi = course_gpt(config), measure.num_params(GPT(config))
+    calibration = {"world_size": 2, "num_params": psi, "compute_seconds": 0.2, "optimizer_seconds": {"2": 0.01},
+                   "all_reduce": {"alpha": 3e-4, "beta": 1e-9}}
+    hw = machine_hardware(calibration, spec, batch=4, seq_len=128)
+    p = predict_step(spec, hw, world_size=2, gpus_per_node=2, stage=1, micro_batch=4, seq_len=128, dtype="fp32")
+    assert hw.peak_flops * 0.2 == pytest.approx(3 * forward_flops(spec, 512, 128), rel=1e-12)
+    assert p.compute_s == pytest.approx(0.2 + 0.01, rel=1e-12)  # forward + backward, then the optimizer
+    assert hw.overlap is False and hw.intra_bandwidth == pytest.approx(1e9)

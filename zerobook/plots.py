@@ -187,3 +187,23 @@ def scaling_chart(num_params: float, world_sizes, measured: dict[int, float]):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig
+
+
+def prediction_chart(predictions: dict):
+    """One Gantt chart per predicted step (name -> zerobook.perfmodel.Prediction): the computation
+    and communication streams of its schedule, in ms; the computation's idle gaps are the exposed
+    communication."""
+    lanes = {"communication": (PALETTE["orange"], 1), "compute": (PALETTE["blue"], 0)}
+    fig, axes = plt.subplots(len(predictions), 1, sharex=True, figsize=(8, 1.5 * len(predictions) + 0.7),
+                             squeeze=False)
+    for ax, (name, p) in zip(axes[:, 0], predictions.items()):
+        for span in p.timeline:
+            color, y = lanes[span.stream]
+            ax.broken_barh([(span.start * 1e3, (span.end - span.start) * 1e3)], (y + 0.1, 0.8), color=color,
+                           edgecolor="white", linewidth=0.3)
+        ax.set(yticks=[0.5, 1.5], yticklabels=["computation", "communication"],
+               title=f"{name}: {p.step_s * 1e3:.0f} ms, {p.exposed_comm_s * 1e3:.0f} ms of it waiting")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[-1, 0].set_xlabel("time since the step began (ms)")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,82 @@
+"""The performance model against steps timed here: predicted / measured seconds per step for DDP,
+our ZeRO-1, ZeRO-2 and ZeRO-3 (without and with prefetch), N = 2 and 4, in one run.
+
+    python benchmarks/perfmodel.py --save benchmarks/results/perfmodel_cpu_gloo.md
+
+For each N: zerobook.runs.calibrate measures this machine (compute FLOP/s of the course GPT,
+AdamW's seconds per element, the all-reduce's alpha-beta fit) and zerobook.perfmodel.machine
+turns it into a hardware preset; zerobook.runs.zero_speed and zero3_speed time the steps
+(medians, methods interleaved); zerobook.perfmodel.predict_step predicts them from the preset. The
+model was not fitted to these steps: only to the three calibration measurements. Timings on a
+shared machine are noisy: a benchmark to read, not a test to pass.
+"""
+import argparse
+import time
+
+from common import emit
+
+import zerobook as zb
+from zerobook.models import GPTConfig
+from zerobook.perfmodel import predict_step
+from zerobook.perfmodel.machine import machine_hardware
+from zerobook.perfmodel.models import course_gpt
+
+SEQ_LEN = 128
+METHODS = {  # ours -> (run, key in its report, stage, prefetch)
+    "DDP": ("zero_speed", "ddp", 0, False), "ZeRO-1": ("zero_speed", "zero1", 1, False),
+    "ZeRO-2": ("zero_speed", "zero2_overlap", 2, False), "ZeRO-3": ("zero3_speed", "ours", 3, False),
+    "ZeRO-3 + prefetch": ("zero3_speed", "ours_prefetch", 3, True),
+}
+
+
+def measure(n: int, cli) -> dict:
+    """This machine's calibration and the timed steps, on n ranks."""
+    model = ["--hidden", cli.hidden, "--layers", cli.layers, "--batch", cli.batch]
+    run = lambda name, extra: zb.torchrun(f"zerobook.runs.{name}", nproc=n, args=model + extra, echo=False,
+                                          timeout=1200).ranks[0]
+    return {"calibration": run("calibrate", []), "zero_speed": run("zero_speed", ["--rounds", cli.rounds]),
+            "zero3_speed": run("zero3_speed", ["--rounds", cli.rounds])}
+
+
+def compare(n: int, measured: dict, cli) -> dict:
+    """Method -> (predicted seconds, measured seconds)."""
+    spec = course_gpt(GPTConfig(vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=SEQ_LEN))
+    hardware = machine_hardware(measured["calibration"], spec, batch=cli.batch, seq_len=SEQ_LEN)
+    out = {}
+    for name, (run, key, stage, prefetch) in METHODS.items():
+        p = predict_step(spec, hardware, world_size=n, gpus_per_node=n, stage=stage, micro_batch=cli.batch,
+                         seq_len=SEQ_LEN, prefetch=prefetch, dtype="fp32")
+        out[name] = {"predicted": p.step_s, "measured": measured[run]["median"][key],
+                     "compute": p.compute_s, "communication": p.comm_s}
+    return out
+
+
+def report(results: dict) -> str:
+    lines = [f"# The performance model against steps timed here (gloo, CPU), {time.strftime('%Y-%m-%d')}", "",
+             "| N | method | predicted ms | measured ms | measured / predicted | predicted compute ms | "
+             "predicted communication ms |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for n, rows in results.items():
+        for name, r in rows["compare"].items():
+            lines.append(f"| {n} | {name} | {r['predicted'] * 1e3:.1f} | {r['measured'] * 1e3:.1f} | "
+                         f"{r['measured'] / r['predicted']:.2f} | {r['compute'] * 1e3:.1f} | {r['communication'] * 1e3:.1f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--save")
+    cli = parser.parse_args()
+    results = {}
+    for n in cli.world_sizes:
+        measured = measure(n, cli)
+        results[n] = {"measured": measured, "compare": compare(n, measured, cli)}
+    emit(report(results), cli.save, results)
+
+
+if __name__ == "__main__":
+    main()
