@@ -161,3 +161,16 @@ def test_the_stage_explorer_in_the_built_book_responds_to_its_slider(browser):
     expected = memory.model_state_bytes(7.5e9, stage=1, world_size=64).total
     assert after[0] == pytest.approx(expected, rel=1e-12) and after[0] < before[0]
     assert after[1][0] < before[1][0]  # the optimizer band shrank
+
+
+@needs_book
+def test_the_step_explorer_in_the_built_book_redraws_when_the_sharding_changes(browser):
+    from selenium.webdriver.support.ui import Select
+
+    load(browser, "chapters/when_zero_pays.html")
+    root = browser.find_element("css selector", ".zb-step-explorer")
+    before = float(root.get_attribute("data-step-s"))
+    Select(root.find_element("css selector", "[data-role=method]")).select_by_value("ZeRO-3, no prefetch")
+    after = float(root.get_attribute("data-step-s"))
+    assert after > before  # without prefetch the same step waits for every gather
+    assert root.find_elements("css selector", "rect[data-stream=communication]")

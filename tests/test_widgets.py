@@ -52,3 +52,52 @@ def test_moving_the_stage_slider_in_chromium_redraws_with_the_calculators_number
         assert not logs, logs
     finally:
         browser.quit()
+
+
+def embedded_steps(html: str) -> dict:
+    import json
+
+    return json.loads(html.split("const STEPS = ", 1)[1].split(";  //", 1)[0])
+
+
+def test_the_step_explorer_embeds_exactly_what_predict_step_gives():
+    from zerobook.hardware import H100_NODE
+    from zerobook.perfmodel import LLAMA3_8B, predict_step
+
+    html = widgets.step_explorer()._repr_html_()
+    assert "<script>" in html and "http" not in html.replace("http://www.w3.org/2000/svg", "")
+    steps = embedded_steps(html)
+    assert len(steps) == len(widgets.STEP_METHODS) * 2 * 2
+    p = predict_step(LLAMA3_8B, H100_NODE, world_size=64, gpus_per_node=8, stage=3, micro_batch=4, seq_len=8192,
+                     activation_checkpointing="selective", shard_group=8, allow_oom=True)
+    hsdp = steps["HSDP (ZeRO-3 in each node)|64|4"]
+    assert (hsdp["step_s"], hsdp["exposed_comm_s"], hsdp["fits"]) == (p.step_s, p.exposed_comm_s, p.fits)
+    assert len(hsdp["spans"]) == len(p.timeline)
+    with pytest.raises(ValueError, match="method"):
+        widgets.step_explorer(method="ZeRO-4")
+
+
+def test_choosing_another_sharding_in_chromium_redraws_the_predicted_step(tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    html = widgets.step_explorer()._repr_html_()
+    steps = embedded_steps(html)
+    page = tmp_path / "steps.html"
+    page.write_text(f"<!doctype html><html><body>{html}</body></html>")
+    root_id = html.split('id="', 1)[1].split('"', 1)[0]
+    browser = driver(tmp_path / "profile")
+    try:
+        browser.get(page.as_uri())
+        root = browser.find_element("id", root_id)
+        assert float(root.get_attribute("data-step-s")) == steps["ZeRO-3 + prefetch|64|1"]["step_s"]
+        Select(root.find_element("css selector", "[data-role=method]")).select_by_value("ZeRO-3, no prefetch")
+        slow = steps["ZeRO-3, no prefetch|64|1"]
+        assert float(root.get_attribute("data-step-s")) == slow["step_s"]
+        assert float(root.get_attribute("data-exposed-s")) == slow["exposed_comm_s"]
+        bars = root.find_elements("css selector", "rect[data-stream=communication]")
+        assert len(bars) == sum(1 for s in slow["spans"] if s[0] == "communication")
+        assert f"{slow['step_s']:.2f} s" in root.find_element("css selector", "[data-out=summary]").text
+        logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        assert not logs, logs
+    finally:
+        browser.quit()

@@ -1,8 +1,9 @@
-"""Interactive pictures: the ZeRO stage explorer.
+"""Interactive pictures: the ZeRO stage explorer and the step explorer.
 
 `stage_explorer()` is self-contained HTML and JavaScript (no CDN, no kernel): it stays interactive in
 the built book and in Jupyter. `stage_explorer_live()` is the ipywidgets version, computed by
-`zerobook.memory` in the kernel.
+`zerobook.memory` in the kernel. `step_explorer()` draws zerobook.perfmodel's predicted step for
+the sharding, N and batch chosen in its menus, every combination predicted in Python beforehand.
 """
 from __future__ import annotations
 
@@ -79,3 +80,50 @@ def html_table(headers, rows, caption: str = "") -> HTML:
     body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
     return HTML(f'<table class="table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+
+
+STEP_METHODS = {  # label -> (stage, prefetch, shard group: None for all ranks)
+    "DDP": (0, True, None), "ZeRO-1": (1, True, None), "ZeRO-2": (2, True, None),
+    "ZeRO-3 + prefetch": (3, True, None), "ZeRO-3, no prefetch": (3, False, None),
+    "HSDP (ZeRO-3 in each node)": (3, True, 8),
+}
+
+
+def step_record(prediction, memory_gb: float) -> dict:
+    """What the step explorer draws of one prediction: its numbers exactly, and its spans (stream
+    'compute' or 'communication', start, end: seconds, rounded to 0.1 ms for drawing)."""
+    spans = [[s.stream, round(s.start * 1e4) / 1e4, round(s.end * 1e4) / 1e4] for s in prediction.timeline]
+    return dict(step_s=prediction.step_s, compute_s=prediction.compute_s, exposed_comm_s=prediction.exposed_comm_s,
+                mfu=prediction.mfu, peak_memory_bytes=prediction.peak_memory_bytes, fits=prediction.fits,
+                memory_gb=round(memory_gb), spans=spans)
+
+
+def step_explorer(model=None, hardware=None, world_sizes=(8, 64), batches=(1, 4), seq_len: int = 8192,
+                  checkpointing: str = "selective", method: str = "ZeRO-3 + prefetch") -> HTML:
+    """Menus for the sharding, N and sequences per GPU: zerobook.perfmodel's predicted step as two
+    streams. Every combination is predicted here (in Python) and embedded, so the page needs no
+    kernel and shows exactly the numbers predict_step gives."""
+    from zerobook.hardware import H100_NODE
+    from zerobook.perfmodel import LLAMA3_8B, predict_step
+
+    model, hardware = model or LLAMA3_8B, hardware or H100_NODE
+    if method not in STEP_METHODS:
+        raise ValueError(f"method must be one of {list(STEP_METHODS)}, got {method!r}")
+    steps = {}
+    for label, (stage, prefetch, group) in STEP_METHODS.items():
+        for n in world_sizes:
+            for batch in batches:
+                p = predict_step(model, hardware, world_size=n, gpus_per_node=hardware.gpus_per_node, stage=stage,
+                                 micro_batch=batch, seq_len=seq_len, activation_checkpointing=checkpointing,
+                                 prefetch=prefetch, shard_group=group if group and group < n else None,
+                                 allow_oom=True)
+                steps[f"{label}|{n}|{batch}"] = step_record(p, hardware.memory_bytes / 1e9)
+    options = lambda values, chosen: "".join(
+        f'<option value="{v}"{" selected" if v == chosen else ""}>{v}</option>' for v in values)
+    fills = {"__ID__": f"zb-step-{uuid.uuid4().hex[:8]}", "__METHOD_OPTIONS__": options(STEP_METHODS, method),
+             "__N_OPTIONS__": options(world_sizes, world_sizes[-1]), "__BATCH_OPTIONS__": options(batches, batches[0]),
+             "__STEPS__": json.dumps(steps)}
+    html = resources.files("zerobook").joinpath("assets/step_explorer.html").read_text()
+    for key, value in fills.items():
+        html = html.replace(key, value)
+    return HTML(html)
