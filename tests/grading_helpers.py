@@ -6,10 +6,13 @@ import sys
 from conftest import ROOT
 
 
-def run_grading(*args, root) -> None:
+def run_grading(*args, root, check: bool = True) -> subprocess.CompletedProcess:
     """`python -m zerobook.grading ARGS --root ROOT` (what `make release` / `make grade` run)."""
-    subprocess.run([sys.executable, "-m", "zerobook.grading", *args, "--root", str(root)],
-                   cwd=ROOT, check=True, timeout=900)
+    done = subprocess.run([sys.executable, "-m", "zerobook.grading", *args, "--root", str(root)],
+                          cwd=ROOT, timeout=900, capture_output=True, text=True)
+    if check and done.returncode:
+        raise AssertionError(f"grading {args} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
 
 
 def source(lab: str) -> str:
@@ -17,16 +20,16 @@ def source(lab: str) -> str:
     return (ROOT / "labs" / lab / f"{lab}.ipynb").read_text()
 
 
-def round_trip(root, submissions, labs) -> None:
+def round_trip(root, submissions, labs, check: bool = True) -> subprocess.CompletedProcess:
     """Release `labs` into `root`, submit `submissions(root)` ({lab: {student: notebook}}), and
-    grade them all in one call."""
+    grade them all in one call (check: that every submission could be graded); return that call."""
     run_grading("release", "--only", *labs, root=root)
     for lab, notebooks in submissions(root).items():
         for student, notebook in notebooks.items():
             folder = root / "submitted" / student / lab
             folder.mkdir(parents=True)
             (folder / f"{lab}.ipynb").write_text(notebook)
-    run_grading("grade", root=root)
+    return run_grading("grade", root=root, check=check)
 
 
 def reference_and_release(labs):

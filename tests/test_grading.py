@@ -38,6 +38,7 @@ def submissions(root) -> dict[str, dict[str, str]]:
         "wrong_then_exit": planted(wrong, "everyone = [None] * dist.get_world_size()", "import sys; sys.exit()"),
         "infinite_loop": planted(solution, "dist.all_reduce(value, op=dist.ReduceOp.SUM)",  # a hang that
                                  "while True:\\n        __import__('time').sleep(0.1)"),  # leaves the CPU to the rest
+        "not_json": solution[: len(solution) // 2],  # a notebook cut off mid-file
     }
     return {LAB: lab0}
 
@@ -46,7 +47,9 @@ def submissions(root) -> dict[str, dict[str, str]]:
 def graded(tmp_path_factory):
     """Release, submit each notebook, grade them all; return (course root, scores per part)."""
     root = tmp_path_factory.mktemp("course")
-    round_trip(root, submissions, [LAB])
+    done = round_trip(root, submissions, [LAB], check=False)
+    assert done.returncode == 1 and f"NOT GRADED: not_json / {LAB}" in done.stdout, done.stdout[-3000:]
+    assert done.stdout.count("NOT GRADED") == 1  # the broken notebook, and nobody else
     return root, part_scores(root, LAB, PART_POINTS)
 
 
@@ -92,3 +95,23 @@ def test_scores_csv_and_feedback_are_written(graded):
         assert (root / "feedback" / student / lab / f"{lab}.html").is_file(), (student, lab)
     feedback = (root / "feedback" / "wrong_then_exit" / LAB / f"{LAB}.html").read_text()
     assert "AssertionError" in feedback and "sys.exit" in feedback
+
+
+def test_a_broken_notebook_scores_zero_with_a_reason_and_stops_nobody_else(graded):
+    root, scores = graded
+    assert scores["reference"] == PART_POINTS  # graded although another notebook could not be
+    feedback = (root / "feedback" / "not_json" / LAB / f"{LAB}.html").read_text()
+    assert "could not be graded" in feedback and "scores 0" in feedback
+    with open(root / "grades.csv") as f:
+        rows = {(row["assignment"], row["student_id"]): float(row["score"]) for row in csv.DictReader(f)}
+    assert rows[LAB, "not_json"] == 0 and rows[LAB, "reference"] == sum(PART_POINTS.values())
+
+
+def test_a_lab_submitted_without_its_source_notebook_is_an_error(tmp_path):
+    from zerobook.grading import grade
+
+    labs, root = tmp_path / "labs", tmp_path / "course"
+    (labs / "gone").mkdir(parents=True)
+    (root / "submitted" / "alice" / "gone").mkdir(parents=True)
+    with pytest.raises(SystemExit, match="no source notebook"):
+        grade(labs, root)

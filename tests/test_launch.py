@@ -183,3 +183,37 @@ def test_a_rank_that_only_lost_its_peer_is_not_named_first(tmp_path):
     with pytest.raises(zb.LaunchError) as caught:
         raise_if_failed(str(tmp_path), _Stream(echo=False), "target")
     assert caught.value.rank == 1
+
+
+@pytest.mark.parametrize("how", ["os_exit", "sys_exit"])
+def test_a_rank_that_ends_the_process_early_does_not_count_even_with_a_report(unique_target, how):
+    """A script that writes its own report and exits 0 before it finishes fails the run: only a
+    script that returned leaves its finish token, which it never saw among the run's files."""
+    script = unique_target("exit_early.py")
+    with pytest.raises(zb.LaunchError) as caught:
+        zb.torchrun(str(script), nproc=2, args=["--how", how], timeout=60, echo=False)
+    message = str(caught.value)
+    if how == "os_exit":
+        assert "ended before" in message and "os._exit" in message
+    else:
+        assert "sys.exit(None) before the script finished" in message
+    assert "tokens seen: []" in caught.value.log
+    assert not processes_running(str(script))
+
+
+def test_a_flood_of_output_is_cut_and_says_so(unique_target, capsys):
+    """A rank's echoed and kept output is bounded (bytes per rank, characters per line); its last
+    lines are still there for an error message."""
+    from zerobook.launch import MAX_LINE_CHARS, MAX_RANK_BYTES, _Stream
+
+    script = unique_target("flood.py")
+    result = zb.torchrun(str(script), nproc=1, timeout=120)
+    shown = capsys.readouterr().out
+    assert f"[rank0] {'x' * MAX_LINE_CHARS} ... [{50_000 - MAX_LINE_CHARS:,} more characters cut]" in shown
+    assert "only its last lines are kept" in shown and "line 199999" not in shown
+    assert len(shown) < MAX_RANK_BYTES + 10_000
+    assert sum(len(line) + 1 for line in result.lines[0]) < MAX_RANK_BYTES
+    stream = _Stream(echo=False)
+    for i in range(100_000):
+        stream.add(f"[default0]:line {i}")
+    assert stream.tail(0).endswith("line 99999")

@@ -168,6 +168,25 @@ def record_failure(summary: str, traceback_text: str, collective: str | None = N
         _write_atomically(Path(folder) / f"rank{this_rank()}.error.json", json.dumps(record))
 
 
+def take_token() -> str | None:
+    """Read and delete this rank's finish token (zerobook.failures.issue_tokens left it): done
+    before the target runs, so that the target's code does not find it among the run's files."""
+    folder = os.environ.get(REPORT_DIR_ENV)
+    if not folder:
+        return None
+    path = Path(folder) / f".token{this_rank()}.{env_int('TORCHELASTIC_RESTART_COUNT', 0)}"
+    token = path.read_text() if path.exists() else None
+    path.unlink(missing_ok=True)
+    return token
+
+
+def mark_finished(token: str | None) -> None:
+    """Tell the launcher the target returned: its finish token, written after the last line ran."""
+    folder = os.environ.get(REPORT_DIR_ENV)
+    if folder and token:
+        _write_atomically(Path(folder) / f"rank{this_rank()}.done", token)
+
+
 def forget_failure() -> None:
     """Remove this rank's failure record, if an earlier attempt of the run left one."""
     folder = os.environ.get(REPORT_DIR_ENV)

@@ -28,6 +28,31 @@ def read_json(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def issue_tokens(report_dir: str, nproc: int, attempts: int) -> dict[int, set[str]]:
+    """A secret per rank and attempt, left where only that rank's zerobook.rank_entry reads it
+    (and deletes it before its target runs); returns rank -> the tokens that prove it finished."""
+    import secrets
+
+    tokens: dict[int, set[str]] = {}
+    for rank in range(nproc):
+        for attempt in range(attempts):
+            token = secrets.token_hex(16)
+            (Path(report_dir) / f".token{rank}.{attempt}").write_text(token)
+            tokens.setdefault(rank, set()).add(token)
+    return tokens
+
+
+def raise_if_unfinished(report_dir: str, tokens: dict[int, set[str]], stream, target: str) -> None:
+    """Raise LaunchError for a rank that exited 0 without its script returning: its code ended the
+    process early, so what it reported (if anything) is not the script's result."""
+    for rank, valid in tokens.items():
+        done = Path(report_dir) / f"rank{rank}.done"
+        if not (done.exists() and done.read_text() in valid):
+            raise LaunchError(f"rank {rank} ended before {target} finished, with no error: something in "
+                              f"it ended the process early (os._exit, say), so its results do not count; "
+                              f"its last lines:\n{stream.tail(rank)}", rank=rank, log="\n".join(stream.log))
+
+
 def raise_if_failed(report_dir: str, stream, target: str) -> None:
     """Raise LaunchError for the rank that failed first, with its last lines.
 

@@ -21,15 +21,19 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
-from zerobook.failures import TAIL_LINES, LaunchError, raise_if_failed, read_json, timeout_message
+from zerobook.failures import (TAIL_LINES, LaunchError, issue_tokens, raise_if_failed, raise_if_unfinished, read_json,
+                               timeout_message)
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
 RANK_LINE = re.compile(r"^\[default(\d+)\]:(.*)$")  # torchrun --tee tags lines with the local rank
+MAX_LINE_CHARS = 2_000  # a longer line is cut, saying how much was cut
+MAX_RANK_BYTES = 1_000_000  # what one rank may show and keep; then only its last lines are kept
 LIBRARY_LOG = re.compile(r"^(USDT|STAGE):\S+ \S+ \d+:\d+ \w+\.cpp:\d+\]")  # the profiler's own start/stop log
 
 
@@ -110,6 +114,7 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         command = torchrun_command(target, nproc, args, os.path.join(report_dir, "logs"), max_restarts)
         start, cpu = time.monotonic(), _children_cpu()
         stream = _Stream(echo)
+        tokens = issue_tokens(report_dir, nproc, max_restarts + 1)
         try:
             _run(command, run_env(report_dir, run_id, debug, collective_timeout, extra),
                  run_id, start + timeout, stream, target)
@@ -118,6 +123,7 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
             _log_launch(target, nproc, args, seconds, _children_cpu() - cpu)
         if not (max_restarts and stream.returncode == 0):  # a recovered run's failures are history
             raise_if_failed(report_dir, stream, target)
+        raise_if_unfinished(report_dir, tokens, stream, target)
         ranks = [read_json(Path(report_dir) / f"rank{r}.json") for r in range(nproc)]
     return RunResult(ranks=ranks, log="\n".join(stream.log), seconds=seconds, lines=stream.ranks)
 
@@ -182,6 +188,8 @@ class _Stream:
     def __init__(self, echo: bool):
         self.echo, self.log, self.ranks, self.agent = echo, [], {}, []
         self.returncode: int | None = None
+        self.shown: dict[int, int] = {}  # bytes of each rank's output shown and kept so far
+        self.last: dict[int, deque] = {}  # each rank's last lines, kept past the limit (for errors)
 
     def add(self, line: str) -> None:
         line = line.rstrip("\r")
@@ -194,6 +202,15 @@ class _Stream:
         if LIBRARY_LOG.match(text):
             self.agent.append(line)  # kept, not shown, like torchrun's banners
             return
+        if len(text) > MAX_LINE_CHARS:
+            text = f"{text[:MAX_LINE_CHARS]} ... [{len(text) - MAX_LINE_CHARS:,} more characters cut]"
+        self.last.setdefault(rank, deque(maxlen=TAIL_LINES)).append(text)
+        before = self.shown.get(rank, 0)
+        self.shown[rank] = before + len(text) + len(f"[rank{rank}] ") + 1  # as echoed
+        if before > MAX_RANK_BYTES:
+            return
+        if self.shown[rank] > MAX_RANK_BYTES:
+            text = f"[output cut: rank {rank} printed more than {MAX_RANK_BYTES:,} bytes; only its last lines are kept]"
         self.ranks.setdefault(rank, []).append(text)
         tagged = f"[rank{rank}] {text}"
         self.log.append(tagged)
@@ -201,7 +218,7 @@ class _Stream:
             print(tagged, flush=True)
 
     def tail(self, rank: int, n: int = TAIL_LINES) -> str:
-        return "\n".join(self.ranks.get(rank, [])[-n:])
+        return "\n".join(list(self.last.get(rank, []))[-n:])
 
 
 def kill_run(run_id: str, proc: subprocess.Popen, grace: float = 3.0) -> None:

@@ -2,8 +2,10 @@
 
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.rank_entry TARGET [ARGS...]
 
-TARGET is a module name (`zerobook.runs.hello`) or a path to a `.py` file. If it raises, this
-rank prints the traceback, leaves a timestamped record for the launcher (so the notebook names
+TARGET is a module name (`zerobook.runs.hello`) or a path to a `.py` file. When it returns, this
+rank writes its finish token (read and deleted before the target ran), so that the launcher can
+tell a finished script from one that ended the process early (`os._exit`, or `sys.exit()`, which
+is recorded as a failure). If it raises, this rank prints the traceback, leaves a timestamped record for the launcher (so the notebook names
 the rank that failed first, not the peers that lost it), and exits at once: a rank that died
 mid-collective must not hang in the process group's shutdown.
 """
@@ -15,7 +17,7 @@ import sys
 import traceback
 import warnings
 
-from zerobook.dist import flush_streams, forget_failure, record_failure
+from zerobook.dist import flush_streams, forget_failure, mark_finished, record_failure, take_token
 
 # torch 2.13 renamed the tensor collectives; the old names still work and warn on every rank.
 RENAMED_COLLECTIVES = r".*is deprecated\. Please use `torch\.distributed\."
@@ -65,18 +67,19 @@ def fail(summary: str, traceback_text: str, code: int, collective: str | None = 
 def main(argv: list[str]) -> None:
     if not argv:
         sys.exit("usage: python -m zerobook.rank_entry TARGET [ARGS...]")
+    token = take_token()  # first: the target's code must not find it
     warnings.filterwarnings("ignore", message=RENAMED_COLLECTIVES, category=FutureWarning)
     forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
     try:
         run_target(argv[0], argv[1:])
     except SystemExit as exc:
-        if exc.code in (None, 0):
-            raise
-        code = exc.code if isinstance(exc.code, int) else 1
-        fail(f"SystemExit: sys.exit({exc.code!r})", f"rank exited with sys.exit({exc.code!r})\n", code)
+        code = exc.code if isinstance(exc.code, int) and exc.code else 1
+        fail(f"SystemExit: sys.exit({exc.code!r}) before the script finished",
+             f"rank exited with sys.exit({exc.code!r}) before the script finished\n", code)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
         fail(f"{type(exc).__name__}: {exc}".splitlines()[0], user_traceback(exc), 1,
              collective_of(exc))
+    mark_finished(token)
 
 
 if __name__ == "__main__":
