@@ -101,3 +101,17 @@ def test_choosing_another_sharding_in_chromium_redraws_the_predicted_step(tmp_pa
         assert not logs, logs
     finally:
         browser.quit()
+
+
+def test_the_live_step_explorer_follows_its_controls():
+    from zerobook.hardware import A100_NODE
+    from zerobook.perfmodel import LLAMA3_70B, predict_step
+
+    box = widgets.step_explorer_live()
+    controls = {c.description: c for c in box.children if hasattr(c, "description") and c.description}
+    label = box.children[-2]
+    first = label.value
+    controls["model"].value, controls["GPUs"].value, controls["recompute"].value = "Llama 3 70B", "A100", "full"
+    p = predict_step(LLAMA3_70B, A100_NODE, world_size=64, gpus_per_node=8, stage=3, micro_batch=1, seq_len=8192,
+                     activation_checkpointing="full", allow_oom=True)
+    assert label.value == widgets.step_summary(p, 80) != first

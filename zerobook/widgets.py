@@ -95,7 +95,7 @@ def step_record(prediction, memory_gb: float) -> dict:
     spans = [[s.stream, round(s.start * 1e4) / 1e4, round(s.end * 1e4) / 1e4] for s in prediction.timeline]
     return dict(step_s=prediction.step_s, compute_s=prediction.compute_s, exposed_comm_s=prediction.exposed_comm_s,
                 mfu=prediction.mfu, peak_memory_bytes=prediction.peak_memory_bytes, fits=prediction.fits,
-                memory_gb=round(memory_gb), spans=spans)
+                summary=step_summary(prediction, memory_gb), spans=spans)
 
 
 def step_explorer(model=None, hardware=None, world_sizes=(8, 64), batches=(1, 4), seq_len: int = 8192,
@@ -127,3 +127,52 @@ def step_explorer(model=None, hardware=None, world_sizes=(8, 64), batches=(1, 4)
     for key, value in fills.items():
         html = html.replace(key, value)
     return HTML(html)
+
+
+def step_summary(p, memory_gb: float) -> str:
+    """The sentence both step explorers print for a prediction."""
+    fits = "fits" if p.fits else "does not fit"
+    return (f"Step {p.step_s:.2f} s: computing {p.compute_s:.2f} s, waiting for communication "
+            f"{p.exposed_comm_s:.2f} s; MFU {p.mfu:.2f}; {p.peak_memory_bytes / 1e9:.1f} GB per GPU — {fits} "
+            f"in {memory_gb:.0f} GB.")
+
+
+def step_explorer_live():
+    """The step explorer as ipywidgets, every input free (model, hardware, N, sharding, sequences
+    per GPU and their length, recomputation): needs a running kernel (it calls predict_step)."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    from zerobook import plots
+    from zerobook.hardware import PRESETS
+    from zerobook.perfmodel import MODELS, predict_step
+
+    controls = {"model": w.Dropdown(options=list(MODELS), value="Llama 3 8B", description="model"),
+                "hardware": w.Dropdown(options=list(PRESETS), description="GPUs"),
+                "n": w.Dropdown(options=[8, 16, 64, 256, 1024], value=64, description="N"),
+                "method": w.Dropdown(options=list(STEP_METHODS), value="ZeRO-3 + prefetch", description="sharding"),
+                "batch": w.Dropdown(options=[1, 2, 4, 8], description="sequences"),
+                "seq": w.Dropdown(options=[2048, 4096, 8192], value=8192, description="tokens each"),
+                "recompute": w.Dropdown(options=[None, "selective", "full"], value="selective",
+                                        description="recompute")}
+    label, picture = w.Label(), w.Output()
+
+    def update(_=None):
+        c = {k: v.value for k, v in controls.items()}
+        hardware, (stage, prefetch, group) = PRESETS[c["hardware"]], STEP_METHODS[c["method"]]
+        p = predict_step(MODELS[c["model"]], hardware, world_size=c["n"], gpus_per_node=hardware.gpus_per_node,
+                         stage=stage, micro_batch=c["batch"], seq_len=c["seq"], prefetch=prefetch,
+                         activation_checkpointing=c["recompute"], shard_group=group if group and group < c["n"] else None,
+                         allow_oom=True)
+        label.value = step_summary(p, hardware.memory_bytes / 1e9)
+        with picture:
+            picture.clear_output(wait=True)
+            figure = plots.prediction_chart({c["method"]: p})
+            display(figure)
+            plt.close(figure)
+
+    for control in controls.values():
+        control.observe(update, names="value")
+    update()
+    return w.VBox([*controls.values(), label, picture])
