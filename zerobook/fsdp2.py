@@ -4,6 +4,7 @@ are measured by: the bytes a rank keeps, and the full weights.
     shard_blocks(model, me, dtype=torch.bfloat16)   # one unit per block, then the root
     kept_bytes(model, optimizer)                    # ours or FSDP2's, storages counted once
     full_weights(model, optimizer)                  # every weight whole (collective), flat fp32
+    loss, meter, kept = measured_step(model, optimizer, tokens, reduce)   # one step, metered
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 from zerobook import measure
+from zerobook.comm import CommMeter
+from zerobook.models import next_token_loss
 from zerobook.zero import Zero3
 
 
@@ -53,3 +56,18 @@ def full_weights(model, optimizer, dtype=None) -> torch.Tensor:
         optimizer.gather_all()
     tensors = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
     return torch.cat([t.detach().to(dtype or t.dtype).float().reshape(-1).cpu() for t in tensors])
+
+
+def measured_step(model, optimizer, tokens, reduce=None):
+    """One training step with its collectives counted: forward, backward, `reduce(model)` if given
+    (DDP's all-reduce; ZeRO-3 and FSDP2 reduce-scatter in backward), the optimizer's step. Returns
+    (loss tensor, the CommMeter of the step, kept_bytes after the step); zero_grad follows."""
+    with CommMeter() as meter:
+        loss = next_token_loss(model, tokens)
+        loss.backward()
+        if reduce is not None:
+            reduce(model)
+        optimizer.step()
+    kept = kept_bytes(model, optimizer)
+    optimizer.zero_grad()
+    return loss, meter, kept

@@ -12,7 +12,8 @@ the three must end with the same bits. Reported by every rank, per method: the l
 step, the final weights' largest difference from DDP,
 the traffic of the last step (the meter wraps torch.distributed's Python calls, which FSDP2's
 collectives go through), the bytes the rank keeps (weights, gradients, optimizer state: local
-shards of FSDP2's DTensors, counted once per storage), and the median step time.
+shards of FSDP2's DTensors, counted once per storage), the median step time, and the FLOPs of
+the first step's forward and backward (torch.utils.flop_counter counts the matrix products).
 """
 import argparse
 import contextlib
@@ -21,12 +22,12 @@ import time
 from dataclasses import asdict, dataclass
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 import zerobook as zb
-from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
-from zerobook.fsdp2 import full_weights, kept_bytes, shard_blocks
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.fsdp2 import full_weights, measured_step, shard_blocks
+from zerobook.models import GPT, Block, GPTConfig
 from zerobook.parity import ordered_sums
 from zerobook.precision import MixedPrecisionAdamW
 from zerobook.training import rank_batch
@@ -64,21 +65,17 @@ def build(method: str, config: GPTConfig, dtype, me: zb.Rank):
 def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dict:
     model, optimizer, reduce = build(method, config, dtype, me)
     losses, seconds = [], []
+    flops = FlopCounterMode(display=False)  # counts the first step's FLOPs (its time is not used)
     for step in range(steps):
         tokens = rank_batch(config, BATCH, step, me)
         start = time.perf_counter()
-        with CommMeter() as meter:
-            loss = next_token_loss(model, tokens)
-            loss.backward()
-            if reduce is not None:
-                reduce(model)
-            optimizer.step()
-        kept = kept_bytes(model, optimizer)
-        optimizer.zero_grad()
+        with flops if step == 0 else contextlib.nullcontext():
+            loss, meter, kept = measured_step(model, optimizer, tokens, reduce)
         seconds.append(time.perf_counter() - start)
         losses.append(loss.item())
     return {"losses": losses, "weights": full_weights(model, optimizer, dtype), "kept_bytes": kept,
-            "traffic": meter.summary(), "seconds": statistics.median(seconds[1:] or seconds)}
+            "traffic": meter.summary(), "seconds": statistics.median(seconds[1:] or seconds),
+            "flops": flops.get_total_flops()}
 
 
 def compare(config: GPTConfig, dtype, steps: int, me: zb.Rank, ordered: bool = True) -> dict:

@@ -26,9 +26,8 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
 import zerobook as zb
-from zerobook.comm import CommMeter
-from zerobook.fsdp2 import full_weights, kept_bytes
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.fsdp2 import full_weights, measured_step
+from zerobook.models import GPT, Block, GPTConfig
 from zerobook.parity import ordered_sums
 from zerobook.training import rank_batch
 from zerobook.zero import Zero3AdamW
@@ -78,14 +77,8 @@ def train(method: str, mesh, steps: int, me: zb.Rank) -> dict:
     model, optimizer, reduce = build(method, mesh, me)
     losses = []
     for step in range(steps):
-        with CommMeter() as meter:
-            loss = next_token_loss(model, rank_batch(CONFIG, BATCH, step, me))
-            loss.backward()
-            if reduce is not None:
-                reduce(model)
-            optimizer.step()
-        kept = kept_bytes(model, optimizer)
-        optimizer.zero_grad()
+        tokens = rank_batch(CONFIG, BATCH, step, me)
+        loss, meter, kept = measured_step(model, optimizer, tokens, reduce)
         losses.append(loss.item())
     return {"losses": losses, "weights": full_weights(model, optimizer), "kept_bytes": kept,
             "traffic": meter.summary(by_group=True)}
