@@ -11,7 +11,8 @@ comm hook does it inside DDP), which rank 0 compares with two single-process run
 computes each rank's slice's gradient and averages them in rank order (the same arithmetic: the
 same bits), and one on the whole global batch at once (the same mathematics; its sums run inside
 the kernels, in their own order). Reported: the largest differences from both and across ranks,
-and the median step time.
+the median step time and the range of the steps after the first, and the bytes of each all-reduce
+of a step (`messages`).
 """
 import argparse
 import statistics
@@ -31,8 +32,21 @@ CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)
 MODES = ["naive", "bucketed", "overlap", "torch"]
 
 
-def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: bool = False) -> list[float]:
-    """`steps` SGD steps on this rank's slice of each global batch; returns the step times."""
+def message_bytes(model, wrapped, buckets) -> list[int]:
+    """Bytes of each all-reduce of one step: one per parameter (`naive`), one per bucket of ours,
+    or one per bucket of DDP (as its reducer rebuilt them after the first step)."""
+    if buckets is not None:
+        return [sum(p.numel() * p.element_size() for p in bucket) for bucket in buckets.buckets]
+    if wrapped is not model:
+        data = wrapped._get_ddp_logging_data()
+        sizes = data.get("rebuilt_bucket_sizes") or data["bucket_sizes"]  # rebuilt after step 1
+        return [int(size) for size in sizes.split(",")]
+    return [p.numel() * p.element_size() for p in model.parameters()]
+
+
+def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: bool = False):
+    """`steps` SGD steps on this rank's slice of each global batch; returns the step times and
+    the bytes of each all-reduce of a step (message_bytes)."""
     wrapped = DistributedDataParallel(model) if mode == "torch" else model
     if mode == "torch" and ordered:
         wrapped.register_comm_hook(None, ordered_comm_hook)  # DDP's reducer calls gloo directly
@@ -50,7 +64,7 @@ def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: boo
             buckets.finish()
         optimizer.step()
         times.append(time.perf_counter() - start)
-    return times
+    return times, message_bytes(model, wrapped, buckets)
 
 
 def single_process(initial: dict, steps: int, batch_size: int, device: str) -> torch.Tensor:
@@ -98,14 +112,16 @@ def run_mode(mode: str, cli, me: zb.Rank) -> dict:
     """Train one replica set with `mode` twice: timed with gloo's sums, and with ordered sums
     compared with the single-process runs (on rank 0) and across ranks."""
     model, _ = start(me)
-    times = train(model, cli.steps, cli.per_rank, me, mode)
+    times, messages = train(model, cli.steps, cli.per_rank, me, mode)
     model, initial = start(me)
     with ordered_sums():
         train(model, cli.steps, cli.per_rank, me, mode, ordered=True)
     weights = flat_weights(model)
     spread = weights.to(me.device)
     dist.all_reduce(spread, op=dist.ReduceOp.MAX)
-    result = {"step_seconds": statistics.median(times[1:] or times),
+    steady = times[1:] or times  # the first step also builds buckets (DDP rebuilds them after it)
+    result = {"step_seconds": statistics.median(steady), "step_range": [min(steady), max(steady)],
+              "messages": messages,
               "across_ranks": (spread.cpu() - weights).abs().max().item()}
     if me.is_main:
         same_order = slices_in_rank_order(initial, cli.steps, cli.per_rank, me.world_size, me.device)
