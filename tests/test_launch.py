@@ -116,7 +116,8 @@ def test_two_launches_at_once_both_succeed():
 
 def test_interrupt_kills_the_whole_run(unique_target):
     script = unique_target("wait_forever.py")
-    code = f"import zerobook as zb; zb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)"
+    code = (f"import zerobook as zb\ntry:\n    zb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)\n"
+            "except zb.launch.LaunchInterrupted as stop:\n    print('SHOWN:', stop._render_traceback_())\n    raise")
     # pytest-xdist's workers ignore SIGINT, and a child would inherit that: restore the default,
     # as in a Jupyter kernel, where an interrupt raises KeyboardInterrupt
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
@@ -127,9 +128,11 @@ def test_interrupt_kills_the_whole_run(unique_target):
     time.sleep(1)
     assert len(processes_running(str(script))) >= 3  # torchrun and its two ranks
     parent.send_signal(signal.SIGINT)  # what a Jupyter kernel interrupt sends
-    parent.wait(timeout=30)
+    rest = parent.communicate(timeout=30)[0]
     assert parent.returncode != 0
     assert processes_running(str(script)) == []
+    # Jupyter shows one line (the exception's _render_traceback_), not launch.py's internals
+    assert f"SHOWN: ['interrupted: stopped all 2 ranks of {script}']" in rest
 
 
 def test_a_target_that_does_not_exist_fails_before_anything_starts():

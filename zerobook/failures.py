@@ -15,6 +15,14 @@ TAIL_LINES = 25
 LOST_PEER = re.compile(r"Connection (closed|reset) by peer")  # a consequence of another rank's failure
 
 
+class LaunchInterrupted(KeyboardInterrupt):
+    """The user interrupted a launch (Jupyter's ■, Ctrl-C); every rank has been stopped already.
+    IPython and Jupyter show `_render_traceback_` instead of a traceback: one line."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
 class LaunchError(RuntimeError):
     """A launched run failed: a rank raised or died, it timed out, or it could not start."""
 

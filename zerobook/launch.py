@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
-from zerobook.failures import (TAIL_LINES, LaunchError, issue_tokens, raise_if_failed, raise_if_unfinished, read_json,
+from zerobook.failures import (TAIL_LINES, LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed, raise_if_unfinished, read_json,
                                timeout_message)
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
@@ -118,6 +118,8 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         try:
             _run(command, run_env(report_dir, run_id, debug, collective_timeout, extra),
                  run_id, start + timeout, stream, target)
+        except KeyboardInterrupt:  # _run has stopped every process: say so in one line
+            raise LaunchInterrupted(f"interrupted: stopped all {nproc} ranks of {target}") from None
         finally:
             seconds = time.monotonic() - start
             _log_launch(target, nproc, args, seconds, _children_cpu() - cpu)
