@@ -82,6 +82,15 @@ def test_every_chapter_has_at_least_three_exercises_each_with_a_dropdown_answer(
     assert len(exercises) >= 3 and len(answers) == len(exercises), (len(exercises), len(answers))
 
 
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_cells_that_compute_the_answers_are_not_shown_before_the_exercises(path):
+    """A cell that glues an exercise's answer (`glue("ex...`) is tagged remove-cell: the book
+    shows the answer only in its folded dropdown, not as code above the exercise."""
+    shown = [i for i, cell in enumerate(load(path)["cells"]) if cell["cell_type"] == "code"
+             and 'glue("ex' in "".join(cell["source"]) and "remove-cell" not in cell["metadata"].get("tags", [])]
+    assert not shown, f"{path.name}: cells {shown} compute answers in plain view; tag them remove-cell"
+
+
 def test_every_reference_is_cited_where_it_is_used():
     keys = re.findall(r"^@\w+\{([^,]+),", (ROOT / "book/references.bib").read_text(), re.M)
     sources = [p.read_text() for p in CHAPTERS] + [p.read_text() for p in (ROOT / "book").glob("*.md")]
