@@ -52,3 +52,14 @@ def part_scores(root, lab, points) -> dict[str, dict[str, float]]:
                 continue
             scores[student.id] = {g.name: g.score for g in submission.grades if g.name in points}
     return scores
+
+
+def written_answers(root, lab, names) -> dict[str, dict[str, tuple]]:
+    """Student -> {grade_id: (auto score, needs a manual grade)} for the hand-graded answers `names`."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        return {student.id: {g.name: (g.auto_score, g.needs_manual_grade)
+                             for g in gradebook.find_submission_notebook(lab, lab, student.id).grades
+                             if g.name in names}
+                for student in gradebook.students}

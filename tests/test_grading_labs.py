@@ -8,7 +8,7 @@ own, so that pytest-xdist can run them side by side.
 """
 import pytest
 
-from grading_helpers import part_scores, reference_and_release, round_trip
+from grading_helpers import part_scores, reference_and_release, round_trip, written_answers
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
 
@@ -20,6 +20,8 @@ POINTS = {
     "fsdp2": {"test_parity": 3, "test_memory": 2, "test_traffic": 2, "test_prefetch": 2, "test_checkpoint": 3},
 }
 
+WRITTEN = {"fsdp2": ["tradeoff_answer"]}  # answers the instructor grades by hand
+
 
 @pytest.mark.parametrize("lab", sorted(POINTS))
 def test_reference_scores_full_marks_and_the_release_zero(tmp_path, lab):
@@ -27,3 +29,7 @@ def test_reference_scores_full_marks_and_the_release_zero(tmp_path, lab):
     scores = part_scores(tmp_path, lab, POINTS[lab])
     assert scores["reference"] == POINTS[lab]
     assert scores["untouched"] == {part: 0 for part in POINTS[lab]}
+    if lab in WRITTEN:  # a written answer waits for the instructor; one left blank scores 0 at once
+        written = written_answers(tmp_path, lab, WRITTEN[lab])
+        assert written["reference"] == {name: (None, True) for name in WRITTEN[lab]}
+        assert written["untouched"] == {name: (0, False) for name in WRITTEN[lab]}

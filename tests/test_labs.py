@@ -138,13 +138,18 @@ def test_lab4_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_
 
 
 def test_lab5_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
-    """FSDP2 set up almost right: without the policy it trains alike but sends fp32; without
-    set_modules_to_forward_prefetch each block is gathered only when it starts; with fully_shard on
-    the root alone the whole model is one unit."""
-    fp32 = planted(tmp_path, "fsdp2", "fp32", "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16)",
-                   "MixedPrecisionPolicy()")  # the defaults: no casting
+    """FSDP2 set up almost right: without the policy it trains alike but sends fp32; ignoring
+    reduce_dtype reduces in bf16 when asked for fp32; without set_modules_to_forward_prefetch each
+    block is gathered only when it starts; with fully_shard on the root alone the whole model is
+    one unit."""
+    policy = "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=reduce_dtype)"
+    fp32 = planted(tmp_path, "fsdp2", "fp32", policy, "MixedPrecisionPolicy()")  # the defaults: no casting
     sent = zb.grading.run_part("fsdp2", fp32, "traffic", nproc=2).ranks[0]
-    assert sent["student"]["all_gather_into_tensor"] > sent["ours"]["all_gather_into_tensor"]
+    assert sent["student_bf16"]["all_gather_into_tensor"] > sent["ours"]["all_gather_into_tensor"]
+    ignored = planted(tmp_path, "fsdp2", "ignored", policy, policy.replace("=reduce_dtype", "=torch.bfloat16"))
+    sent = zb.grading.run_part("fsdp2", ignored, "traffic", nproc=2).ranks[0]
+    assert sent["student_bf16"] == sent["ours"]  # the bf16 test passes ...
+    assert sent["student_fp32"]["reduce_scatter_tensor"] == sent["ours"]["reduce_scatter_tensor"]  # ... fp32's fails
     lazy = planted(tmp_path, "fsdp2", "lazy", "block.set_modules_to_forward_prefetch(blocks[k + 1:k + 2])", "pass")
     issued = zb.grading.run_part("fsdp2", lazy, "prefetch", nproc=2).ranks[0]["issued"]
     assert issued["blocks.0"] < 3  # the root and block 0 only

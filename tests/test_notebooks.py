@@ -54,6 +54,9 @@ def test_lab_is_an_nbgrader_notebook(path):
     for cell, m in zip(cells, meta):
         text = "".join(cell["source"])
         begins, ends = text.count("### BEGIN SOLUTION"), text.count("### END SOLUTION")
+        if cell["cell_type"] == "markdown" and m["solution"]:  # a written answer, graded by hand
+            assert m["grade"] and m["points"] > 0 and begins == ends == 0, m["grade_id"]
+            continue
         assert begins == ends and (begins > 0) == m["solution"], m["grade_id"]
         assert ("HIDDEN TESTS" not in text) or m["grade"], m["grade_id"]
     assert any("HIDDEN TESTS" in "".join(c["source"]) for c in cells), "the lab has hidden tests"

@@ -4,14 +4,16 @@ prefetch and DCP checkpoints — graded against our ZeRO-3.
     python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.fsdp2 --student fsdp2_student.py --part parity
 
 The student's file defines
-    shard(model, mesh)               fully_shard every Block and then the root, bf16 compute
+    shard(model, mesh, reduce_dtype) fully_shard every Block and then the root, bf16 compute,
+                                     gradients reduce-scattered in reduce_dtype
     prefetch(model)                  explicit forward (block k -> k+1) and backward (k -> k-1) prefetch
     save(model, optimizer, path)     a DCP checkpoint of weights and optimizer state
     load(model, optimizer, path)     read it back into this run's shards
-Parts: `parity` (5 steps, losses and weights against our Zero3AdamW in bf16, every sum in rank
-order: equal for a correct set-up), `memory` (bytes
-kept per rank after a step; which modules are FSDP units), `traffic` (bytes per collective of a
-step, against ours), `prefetch` (how many all-gathers were issued when each block's forward began),
+Parts: `parity` (5 steps with bf16 reductions, losses and weights against our Zero3AdamW in bf16,
+every sum in rank order: equal for a correct set-up), `memory` (bytes kept per rank after a step;
+which modules are FSDP units), `traffic` (bytes per collective of a step, against ours, with
+reduce_dtype bf16 and fp32), `precision` (the trade-off: how far bf16- and fp32-reduced gradients
+are from float64-reduced ones, and the bytes each reduce-scatter moves), `prefetch` (how many all-gathers were issued when each block's forward began),
 `checkpoint` (save after 2 steps, load into a fresh model: state digests and the next loss).
 """
 import tempfile
@@ -22,7 +24,7 @@ from torch.distributed.fsdp import FSDPModule
 
 import zerobook as zb
 from zerobook.comm import CommMeter
-from zerobook.fsdp2 import full_weights, kept_bytes, mesh_of
+from zerobook.fsdp2 import full_weights, kept_bytes, local, mesh_of
 from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
@@ -30,16 +32,18 @@ from zerobook.sharded_checkpoint import state_digests
 from zerobook.training import rank_batch, train_step
 from zerobook.zero import Zero3AdamW
 
-PARTS = ["parity", "memory", "traffic", "prefetch", "checkpoint"]
+PARTS = ["parity", "memory", "traffic", "precision", "prefetch", "checkpoint"]
+REDUCE_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
 LR, STEPS, BATCH = 1e-3, 5, 4
 
 
-def student_model(student, me: zb.Rank):
-    """The student's FSDP2 model (from the same bf16-representable weights as ours) and AdamW."""
+def student_model(student, me: zb.Rank, reduce_dtype=torch.bfloat16):
+    """The student's FSDP2 model (from the same bf16-representable weights as ours), its gradients
+    reduced in `reduce_dtype` (ours reduces in bf16), and AdamW."""
     torch.manual_seed(0)
     model = GPT(CONFIG).to(torch.bfloat16).float().to(me.device)
-    model = call_student(student, "shard", model, mesh_of(me)) or model
+    model = call_student(student, "shard", model, mesh_of(me), reduce_dtype) or model
     call_student(student, "prefetch", model)
     return model, torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
 
@@ -74,13 +78,35 @@ def memory(student, me: zb.Rank) -> dict:
 
 
 def traffic(student, me: zb.Rank) -> dict:
+    """Bytes per collective of one step: ours, and the student's with each reduce_dtype
+    (`student_bf16`, `student_fp32`)."""
     sent = {}
-    for name, built in (("ours", our_model(me)), ("student", student_model(student, me))):
+    students = {f"student_{name}": (lambda dtype=dtype: student_model(student, me, dtype))
+                for name, dtype in REDUCE_DTYPES.items()}
+    for name, build in {"ours": lambda: our_model(me), **students}.items():
+        built = build()
         step(*built, 0, me)  # FSDP2 initialises lazily in its first forward
         with CommMeter() as meter:
             step(*built, 1, me)
         sent[name] = {op: e["bytes"] for op, e in meter.summary().items()}
     return sent
+
+
+def precision(student, me: zb.Rank) -> dict:
+    """One backward of the same batch with the gradients reduce-scattered in bf16, in fp32 and in
+    float64 (the reference): the largest difference of each reduced gradient shard from the
+    float64 one, relative to the largest element, and the bytes of the reduce-scatters."""
+    shards, sent = {}, {}
+    for name, dtype in {**REDUCE_DTYPES, "fp64": torch.float64}.items():
+        model, _ = student_model(student, me, dtype)
+        with CommMeter() as meter:
+            next_token_loss(model, rank_batch(CONFIG, BATCH, 0, me)).backward()
+        shards[name] = torch.cat([local(p.grad).double().reshape(-1) for p in model.parameters()])
+        sent[name] = meter.summary().get("reduce_scatter_tensor", {}).get("bytes", 0)
+    reference = shards.pop("fp64")
+    scale = reference.abs().max().item()
+    return {"error": {name: (g - reference).abs().max().item() / scale for name, g in shards.items()},
+            "reduce_scatter_bytes": sent, "world_size": me.world_size}
 
 
 def prefetch(student, me: zb.Rank) -> dict:
@@ -127,7 +153,8 @@ def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
     student = load_student(cli.student)
-    parts = {"parity": parity, "memory": memory, "traffic": traffic, "prefetch": prefetch, "checkpoint": checkpoint}
+    parts = {"parity": parity, "memory": memory, "traffic": traffic, "precision": precision, "prefetch": prefetch,
+             "checkpoint": checkpoint}
     zb.report(**parts[cli.part](student, me))
 
 
