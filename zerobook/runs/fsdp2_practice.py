@@ -1,0 +1,151 @@
+"""FSDP2 in practice: what a real job does with `fully_shard`, each measured on the ranks.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.runs.fsdp2_practice --parts meta,dtensor,reshard,accumulate
+
+Parts (each reports a dict):
+  meta        build the model on the meta device (no storage), shard it, `to_empty`, initialise:
+              the bytes each rank ever holds, and why the buffers must be initialised again
+  dtensor     per-parameter sharding: each parameter a DTensor cut on dim 0 (torch.chunk), its
+              padding against a flat buffer's; the optimizer's state and the state dict are DTensors
+  reshard     `reshard_after_forward`: None (the default: True but for the root), True (gather
+              every unit again in backward), False (keep every unit gathered from forward on):
+              all-gather bytes per step
+  accumulate  4 micro-batches per step, with and without `set_requires_gradient_sync(False)` on
+              the first 3: reduce-scatters per step, the gradients they give, and the unsharded
+              gradients FSDP2 keeps between micro-batches when it does not sync
+"""
+import argparse
+
+import torch
+from torch.distributed.fsdp import fully_shard
+
+import zerobook as zb
+from zerobook.comm import CommMeter
+from zerobook.fsdp2 import local, mesh_of
+from zerobook.models import GPT, GPTConfig, next_token_loss, sinusoidal_positions
+from zerobook.training import rank_batch
+from zerobook.zero.flat import FlatParams
+
+CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
+BATCH = 4
+
+
+def sharded(model, me, **options):
+    """fully_shard every block, then the root (the course's units), with `options`."""
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh_of(me), **options)
+    return fully_shard(model, mesh=mesh_of(me), **options)
+
+
+def init_weights(model) -> None:
+    """What a meta-device model needs after `to_empty`: every parameter and every buffer set
+    (`reset_parameters` on the modules that have one, the course's embedding scale, the buffers)."""
+    for module in model.modules():
+        if hasattr(module, "reset_parameters") and module is not model:
+            module.reset_parameters()
+    torch.nn.init.normal_(model.embed.weight, std=0.02)
+    with torch.no_grad():
+        model.positions.copy_(sinusoidal_positions(CONFIG.seq_len, CONFIG.hidden))
+        for block in model.blocks:
+            block.attn.causal.copy_(torch.ones_like(block.attn.causal).tril())
+
+
+def meta(me) -> dict:
+    with torch.device("meta"):
+        model = GPT(CONFIG)
+    on_meta = all(p.is_meta for p in model.parameters())
+    sharded(model, me)
+    model.to_empty(device=me.device)
+    garbage = not torch.equal(model.positions.cpu(), sinusoidal_positions(CONFIG.seq_len, CONFIG.hidden))
+    init_weights(model)
+    loss = next_token_loss(model, rank_batch(CONFIG, BATCH, 0, me))
+    loss.backward()
+    return {"on_meta": on_meta, "buffers_garbage_before_init": garbage, "loss": loss.item(),
+            "local_bytes": sum(local(p).numel() * local(p).element_size() for p in model.parameters()),
+            "full_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
+            "embed_std": model.embed.weight.full_tensor().std().item()}
+
+
+def dtensor(me) -> dict:
+    model = sharded(GPT(CONFIG), me)
+    optimizer = torch.optim.AdamW(model.parameters())
+    next_token_loss(model, rank_batch(CONFIG, BATCH, 0, me)).backward()
+    optimizer.step()
+    rows = [{"name": n, "full": list(p.shape), "local": list(local(p).shape), "placement": str(p.placements[0])}
+            for n, p in model.named_parameters()]
+    chunk = lambda d0: -(-d0 // me.world_size)  # noqa: E731 - torch.chunk's piece on dim 0
+    per_param_padding = sum((chunk(p.shape[0]) * me.world_size - p.shape[0]) * p[0].numel()
+                            for p in model.blocks.parameters())  # the blocks', as for the flat buffers
+    flat = [FlatParams(list(b.parameters()), me.world_size) for b in GPT(CONFIG).blocks]
+    state = optimizer.state[next(iter(model.parameters()))]
+    return {"params": rows, "padding_per_parameter": per_param_padding,
+            "padding_flat_per_block": sum(f.padded - f.numel for f in flat),
+            "optimizer_state_type": type(state["exp_avg"]).__name__,
+            "state_dict_type": type(next(iter(model.state_dict().values()))).__name__}
+
+
+def gathered_bytes(model, me, steps: int = 2) -> int:
+    """All-gather bytes of the last of `steps` training steps (the first initialises FSDP2)."""
+    optimizer = torch.optim.AdamW(model.parameters())
+    for step in range(steps):
+        with CommMeter() as meter:
+            next_token_loss(model, rank_batch(CONFIG, BATCH, step, me)).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return meter.summary().get("all_gather_into_tensor", {}).get("bytes", 0)
+
+
+def reshard(me) -> dict:
+    return {str(flag): gathered_bytes(sharded(GPT(CONFIG), me, reshard_after_forward=flag), me)
+            for flag in (None, True, False)}
+
+
+def unsharded_grad_bytes(model) -> int:
+    """Bytes of the unsharded gradients FSDP2 holds between backward passes (read from its
+    internals, torch 2.x: each FSDPParam's unsharded parameter's .grad and accumulated grad)."""
+    total = 0
+    for module in model.modules():
+        group = getattr(module, "_get_fsdp_state", lambda: None)()
+        for param in getattr(getattr(group, "_fsdp_param_group", None), "fsdp_params", []):
+            unsharded = getattr(param, "_unsharded_param", None)
+            for grad in (getattr(unsharded, "grad", None), getattr(param, "unsharded_accumulated_grad", None)):
+                total += 0 if grad is None else grad.numel() * grad.element_size()
+    return total
+
+
+def accumulate(me, micro: int = 4) -> dict:
+    """`micro` micro-batches, reduce-scattering after each or only after the last: reduce-scatters
+    per step, the gradients, and the unsharded gradient bytes waiting after the next-to-last."""
+    out = {}
+    for sync_each in (True, False):
+        torch.manual_seed(0)
+        model = sharded(GPT(CONFIG), me)
+        with CommMeter() as meter:
+            for k in range(micro):
+                model.set_requires_gradient_sync(sync_each or k == micro - 1)
+                next_token_loss(model, rank_batch(CONFIG, BATCH, k, me)).backward()
+                if k == micro - 2:
+                    waiting = unsharded_grad_bytes(model)
+        grads = torch.cat([local(p.grad).reshape(-1) for p in model.parameters()])
+        out["every" if sync_each else "last"] = {"reduce_scatters": meter.summary()["reduce_scatter_tensor"]["calls"],
+                                                 "grads": grads, "unsharded_grad_bytes": waiting}
+        del model, grads
+    diff = (out["every"].pop("grads") - out["last"]["grads"]).abs().max().item()
+    scale = out["last"].pop("grads").abs().max().item()
+    return dict(out, diff=diff, scale=scale, units=CONFIG.layers + 1, micro=micro,
+                full_grad_bytes=sum(p.numel() * 4 for p in GPT(CONFIG).parameters()))
+
+
+PARTS = {"meta": meta, "dtensor": dtensor, "reshard": reshard, "accumulate": accumulate}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--parts", default=",".join(PARTS))
+    cli = parser.parse_args()
+    me = zb.setup()
+    zb.report(world_size=me.world_size, **{name: PARTS[name](me) for name in cli.parts.split(",")})
+
+
+if __name__ == "__main__":
+    main()
