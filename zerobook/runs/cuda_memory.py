@@ -12,8 +12,10 @@ are freed: that moment is read three ways, per term (params, grads, optimizer st
     allocator   torch.cuda.memory_allocated() above what was allocated before the model existed
 
 and the peak of that second step (torch.cuda.max_memory_allocated() from its start, the same
-base): the model states plus activations, gathered units, buckets and the optimizer's temporaries. On CPU the allocator figures are None and the
-rest still runs (the dry run `make test` checks).
+base): the model states plus activations, gathered units, buckets and the optimizer's temporaries;
+and, for fragmentation, the allocator's absolute peaks over the step: bytes allocated, and bytes
+reserved from the driver (max_memory_reserved: the cached blocks, holes included). On CPU the
+allocator figures are None and the rest still runs (the dry run `make test` checks).
 """
 import argparse
 import gc
@@ -106,7 +108,8 @@ def measure_method(method: str, config: GPTConfig, batch_size: int, me: zb.Rank)
     calc = model_state_bytes(num_params, stage=STAGE[method], world_size=me.world_size)
     calc = dict(params=calc.params, grads=calc.grads, optimizer=0.0 if method.endswith("offload") else calc.optimizer)
     calc["total"] = sum(calc.values())
-    cuda = None if base is None else dict(states=now - base, peak=peak - base)
+    cuda = None if base is None else dict(states=now - base, peak=peak - base, allocated_peak=peak,
+                                          reserved_peak=torch.cuda.max_memory_reserved(me.device))
     del wrapped, model, optimizer, batch
     return dict(stage=STAGE[method], num_params=num_params, calculator=calc, live=live, cuda=cuda)
 
