@@ -155,13 +155,35 @@ class Zero3(MasterShard):
         """The optimizer on this rank's fp32 shards, copied into the 16-bit shards (the next
         forward gathers them)."""
         self.update_master()
+        self._publish_master()
+
+    @torch.no_grad()
+    def _publish_master(self) -> None:
+        """Copy the fp32 master into the units' 16-bit shards (fp32 units: themselves, a no-op),
+        freeing whatever is gathered: it holds the old weights."""
         offset = 0
         for unit in self.units:
             if unit.pending is not None:
                 unit.wait_gather()  # a gather in flight must land before its buffer is freed
-            unit.free()  # anything still gathered holds the old weights
-            unit.shard.copy_(self.master[offset:offset + unit.shard.numel()])  # fp32: itself, a no-op
+            unit.free()
+            unit.shard.copy_(self.master[offset:offset + unit.shard.numel()])
             offset += unit.shard.numel()
+
+    def shard_state_dict(self) -> dict:
+        """This rank's part of a checkpoint: its fp32 master shard and the optimizer's state of it
+        (each rank saves its own; no collective). Load it with the same world size."""
+        return {"world_size": self.world_size, "master": self.master.detach().cpu().clone(),
+                "optimizer": self.inner.state_dict()}
+
+    @torch.no_grad()
+    def load_shard_state_dict(self, state: dict) -> None:
+        """Restore this rank's master shard and optimizer state, then the 16-bit shards from it."""
+        if state["world_size"] != self.world_size:
+            raise ValueError(f"a checkpoint of {state['world_size']} shards cannot be loaded on "
+                             f"{self.world_size} ranks (our flat shards are cut per world size; DCP reshards)")
+        self.master.copy_(state["master"])
+        self.inner.load_state_dict(state["optimizer"])
+        self._publish_master()
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         for unit in self.units:
