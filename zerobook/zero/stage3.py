@@ -40,7 +40,8 @@ class Zero3(MasterShard):
 
     Options: `group` (the ranks that shard among themselves), `replicate_group` (HSDP: the ranks
     of the other groups that hold the same shard: gradients are all-reduced over them after the
-    reduce-scatter), `prefetch` (a `Prefetch`: what to gather ahead), `reshard_root` (free the root after
+    reduce-scatter), `prefetch` (a `Prefetch`: what to gather ahead), `reduce_limit` (reduce-scatters
+    left in flight while backward goes on, 1 as FSDP2; 0: each waited for at once), `reshard_root` (free the root after
     forward too), `offload="cpu"` (ZeRO-Offload: the master and the optimizer in host memory),
     `recompute_aware=False` (the naive hooks the checkpointing chapter measures), `unit_cls` (a
     Unit subclass: the labs' hook point). Hook points a subclass may replace: `before_forward`;
@@ -49,7 +50,7 @@ class Zero3(MasterShard):
     def __init__(self, model: torch.nn.Module, unit_types: tuple = (), optimizer_class=torch.optim.AdamW, *,
                  groups=None, group=None, replicate_group=None, prefetch: Prefetch = Prefetch(),
                  reshard_root: bool = False, offload=None, recompute_aware: bool = True, unit_cls=Unit,
-                 **optimizer_options):
+                 reduce_limit: int = 1, **optimizer_options):
         self.group, self.world_size = group, dist.get_world_size(group)
         self.replicas = 1 if replicate_group is None else dist.get_world_size(replicate_group)
         self.units = [unit_cls(name, params, group, log=self.log, replicate_group=replicate_group)
@@ -58,6 +59,7 @@ class Zero3(MasterShard):
         self.recompute_aware = recompute_aware
         self.offload = None if offload is None else torch.device(offload)
         self.prefetch = prefetch
+        self.reduce_limit, self.reducing, self._finish_queued = reduce_limit, [], False
         self.forward_order, self.backward_order = orders(self.units)
         self.events: list[Event] = []  # the timeline
         self.spans = ProfilerSpans()  # for a Chrome trace
@@ -136,18 +138,37 @@ class Zero3(MasterShard):
         self.log("backward", unit)
 
     def _on_grad(self, unit: Unit, param: torch.Tensor, offset: int) -> None:
-        """A gradient of `unit` is ready; after its last one, reduce-scatter and free the unit."""
+        """A gradient of `unit` is ready; after its last one, start its reduce-scatter (async), free
+        the unit, prefetch ("post"), and wait for the reduce-scatters beyond `reduce_limit` in
+        flight; the end of backward waits for the rest (an autograd engine callback)."""
         if unit.add_grad(param, offset):
             self.log("reduce-scatter", unit)
-            unit.reduce_grads()
+            unit.start_reduce()
+            self.reducing.append(unit)
+            if len(self.reducing) == 1 and not self._finish_queued:
+                torch.autograd.Variable._execution_engine.queue_callback(self.finish_reduces)
+                self._finish_queued = True
             unit.free()
             if self.prefetch.backward == "post" and unit.name != "root":  # the root ends backward
                 prefetch_after(unit, self.backward_order, self.prefetch, self.log)
-            self.log("reduced", unit)
+            while len(self.reducing) > self.reduce_limit:
+                self._finish_oldest()
+
+    def _finish_oldest(self) -> None:
+        unit = self.reducing.pop(0)
+        unit.finish_reduce()
+        self.log("reduced", unit)
+
+    def finish_reduces(self) -> None:
+        """Wait for every reduce-scatter in flight (the end of backward calls it)."""
+        while self.reducing:
+            self._finish_oldest()
+        self._finish_queued = False
 
     def shard_grads(self) -> torch.Tensor:
         """Every unit's gradient shard (reduce-scattered in backward), each averaged in its own
         dtype (as DDP averages each gradient), concatenated (in fp32 when the dtypes differ)."""
+        self.finish_reduces()  # normally done already, at the end of backward
         return torch.cat([u.grad_shard / (self.world_size * self.replicas) for u in self.units])
 
     @torch.no_grad()

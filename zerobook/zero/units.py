@@ -49,6 +49,7 @@ class Unit:
         self.grad_buffer: torch.Tensor | None = None
         self.arrived = 0
         self.pending = None  # an all-gather in flight (prefetch)
+        self.reducing = None  # a reduce-scatter in flight: (work, output shard, gradient buffer)
         self.gathers = 0  # all-gathers issued so far
         self.free()
 
@@ -87,13 +88,27 @@ class Unit:
         return self.arrived == len(self.flat.params)
 
     @torch.no_grad()
-    def reduce_grads(self) -> None:
-        """Reduce-scatter (SUM) the full gradient buffer over the shard group; under HSDP also
-        all-reduce (SUM) that shard over the replicas (the ranks holding the same shard); add it to
-        the gradient shard."""
+    def start_reduce(self) -> None:
+        """Start the reduce-scatter (SUM) of the full gradient buffer over the shard group,
+        asynchronously (async_op=True: backward goes on computing the next units meanwhile); the
+        buffer stays alive until `finish_reduce`."""
         out = torch.empty_like(self.grad_shard)
-        dist.reduce_scatter_tensor(out, self.grad_buffer, group=self.group)
+        work = dist.reduce_scatter_tensor(out, self.grad_buffer, group=self.group, async_op=True)
+        self.reducing = (work, out, self.grad_buffer)
+        self.grad_buffer, self.arrived = None, 0
+
+    @torch.no_grad()
+    def finish_reduce(self) -> None:
+        """Wait for the reduce-scatter; under HSDP all-reduce (SUM) the shard over the replicas
+        (the ranks holding the same shard); add it to the gradient shard and drop the buffer."""
+        work, out, _ = self.reducing
+        work.wait()
         if self.replicate_group is not None:
             dist.all_reduce(out, group=self.replicate_group)
         self.grad_shard.add_(out)
-        self.grad_buffer, self.arrived = None, 0
+        self.reducing = None
+
+    def reduce_grads(self) -> None:
+        """Both at once: the reduce-scatter, waited for."""
+        self.start_reduce()
+        self.finish_reduce()
