@@ -141,8 +141,9 @@ def test_page_renders_offline_without_console_errors(page, browser):
 def test_search_works_offline(browser):
     load(browser, "search.html", "?q=reduce-scatter")
     from selenium.webdriver.support.ui import WebDriverWait
-    found = WebDriverWait(browser, 20).until(
-        lambda b: b.find_elements("css selector", "#search-results li"))
+    WebDriverWait(browser, 20).until(  # results appear one by one; the summary line comes last
+        lambda b: "Search finished" in "".join(e.text for e in b.find_elements("css selector", "#search-results .search-summary")))
+    found = browser.find_elements("css selector", "#search-results li")
     pages = {e.find_element("css selector", "a").get_attribute("href").split("/")[-1].split("?")[0] for e in found}
     assert {"zero2.html", "zero3.html"} <= pages, pages
     assert not [u for u in requested_urls(browser) if leaves_the_machine(u)]
