@@ -60,9 +60,10 @@ def optimizer_tensors(optimizer):
         yield from (v for v in state.values() if torch.is_tensor(v))
 
 
-def model_state_bytes(model: torch.nn.Module, optimizer=None) -> StateBytes:
-    """Bytes of the live parameters, gradients and optimizer state (each storage counted once)."""
-    seen: set = set()
+def model_state_bytes(model: torch.nn.Module, optimizer=None, seen: set | None = None) -> StateBytes:
+    """Bytes of the live parameters, gradients and optimizer state (each storage counted once;
+    `seen`, if given, collects the storages counted, for a later unique_bytes to leave out)."""
+    seen = set() if seen is None else seen
     params = unique_bytes(model.parameters(), seen)
     grads = unique_bytes((p.grad for p in model.parameters() if p.grad is not None), seen)
     state = unique_bytes(optimizer_tensors(optimizer), seen) if optimizer is not None else 0

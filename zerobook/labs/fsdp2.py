@@ -17,6 +17,7 @@ are from float64-reduced ones, and the bytes each reduce-scatter moves), `prefet
 `checkpoint` (save after 2 steps, load into a fresh model: state digests and the next loss).
 """
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -81,9 +82,9 @@ def traffic(student, me: zb.Rank) -> dict:
     """Bytes per collective of one step: ours, and the student's with each reduce_dtype
     (`student_bf16`, `student_fp32`)."""
     sent = {}
-    students = {f"student_{name}": (lambda dtype=dtype: student_model(student, me, dtype))
-                for name, dtype in REDUCE_DTYPES.items()}
-    for name, build in {"ours": lambda: our_model(me), **students}.items():
+    builds = {"ours": partial(our_model, me),
+              **{f"student_{name}": partial(student_model, student, me, dtype) for name, dtype in REDUCE_DTYPES.items()}}
+    for name, build in builds.items():
         built = build()
         step(*built, 0, me)  # FSDP2 initialises lazily in its first forward
         with CommMeter() as meter:

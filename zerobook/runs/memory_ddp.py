@@ -41,9 +41,7 @@ def one_step(me: zb.Rank, bucket_view: bool) -> dict:
     loss.backward()  # DDP all-reduces the gradients, bucket by bucket, during backward
     optimizer.step()
     seen: set = set()
-    states = measure.model_state_bytes(model, optimizer)
-    measure.unique_bytes([*model.parameters(), *(p.grad for p in model.parameters()),
-                          *measure.optimizer_tensors(optimizer)], seen)
+    states = measure.model_state_bytes(model, optimizer, seen)
     return {"params": states.params, "grads": states.grads, "optimizer": states.optimizer,
             "buckets": measure.unique_bytes(buffers.values(), seen), "loss": loss.item(),
             "cuda": measure.cuda_memory(), "first_weight": model.embed.weight[0, :4].float().tolist(),

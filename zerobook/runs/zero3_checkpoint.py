@@ -10,7 +10,6 @@ steps. Reported by every rank: the losses after the save of both runs, SHA-256 d
 weights at the end of both (gathered), and the size of its file.
 """
 import argparse
-import hashlib
 from pathlib import Path
 
 import torch
@@ -18,6 +17,7 @@ import torch
 import zerobook as zb
 from zerobook.fsdp2 import full_weights
 from zerobook.models import GPT, Block, GPTConfig
+from zerobook.sharded_checkpoint import sha256
 from zerobook.training import rank_batch, train_step
 from zerobook.zero import Zero3AdamW
 
@@ -37,7 +37,7 @@ def train(model, zero, steps, me: zb.Rank) -> list[float]:
 
 def digest(model, zero) -> str:
     """SHA-256 of every weight, whole (an all-gather of every unit)."""
-    return hashlib.sha256(full_weights(model, zero).numpy().tobytes()).hexdigest()
+    return sha256([full_weights(model, zero)])
 
 
 def main() -> None:

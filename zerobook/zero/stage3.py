@@ -145,7 +145,7 @@ class Zero3(MasterShard):
             self.log("reduce-scatter", unit)
             unit.start_reduce()
             self.reducing.append(unit)
-            if len(self.reducing) == 1 and not self._finish_queued:
+            if not self._finish_queued:  # the first of this backward: finish them all at its end
                 torch.autograd.Variable._execution_engine.queue_callback(self.finish_reduces)
                 self._finish_queued = True
             unit.free()
