@@ -18,7 +18,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -c "import torch, zerobook; print('torch', torch.__version__, '| zerobook ready')"
 	touch $(STAMP)
 
-BOOK   := $(VENV)/bin/jupyter-book build . -W -n --keep-going
+# --all: every page is written again (from the cached outputs: seconds), so a page left unchanged
+# never keeps a table of contents from before a chapter was added.
+BOOK   := $(VENV)/bin/jupyter-book build . -W -n --keep-going --all
 CACHE  := _build/.jupyter_cache
 # pytest with nbval (--nbval-lax: a cell that raises fails; outputs are not compared) and the
 # plugin that keeps each notebook nbval executed for the book (tests/nbcache.py); test files run in
