@@ -10,7 +10,7 @@ pytestmark = pytest.mark.launch
 
 
 def test_units_keep_their_dtype_and_any_optimizer_steps_the_shards():
-    run = zb.torchrun(TARGETS / "zero3_any.py", nproc=4, echo=False)
+    run = zb.torchrun(TARGETS / "zero3_any.py", nproc=3, echo=False)
     for report in run.ranks:
         for dtype in ("bfloat16", "float16"):
             assert report[dtype]["diff"] == 0.0, dtype  # DDP's bits, every sum in rank order

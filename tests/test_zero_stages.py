@@ -1,5 +1,5 @@
-"""ZeRO-1 and ZeRO-2 from scratch against DDP and PyTorch's ZeroRedundancyOptimizer, on 2 and 4
-ranks, with parameter groups, a frozen tensor, tied weights, micro-batches and global-norm clipping
+"""ZeRO-1 and ZeRO-2 from scratch against DDP and PyTorch's ZeroRedundancyOptimizer, on 2 and 3
+ranks (3: the flat buffer needs padding, and the sums an order), with parameter groups, a frozen tensor, tied weights, micro-batches and global-norm clipping
 (zerobook.runs.zero_parity); and the flat buffer's bookkeeping in one process."""
 import pytest
 import torch
@@ -16,7 +16,7 @@ STEP_COUNTER_BYTES = 4  # AdamW's step: one float32 scalar per parameter tensor 
 CORRECT = ("zero1", "zero2", "zero2_no_sync", "zero3", "zero3_reshard_root", "sharded", "zero_ro")
 
 
-@pytest.fixture(scope="module", params=[2, 4])
+@pytest.fixture(scope="module", params=[2, 3])
 def parity(request):
     """One launch per world size: every method, 5 steps of 2 micro-batches, fp32, with every sum
     in rank order, unclipped and clipped (the ZeRO-1 chapter runs 10 steps of its methods)."""
@@ -106,7 +106,7 @@ def test_zero2_holds_a_gradient_shard_plus_buckets_in_flight(parity):
         assert max(z["held"]) <= z["peak"] <= bound, (z["peak"], bound)
         # accumulating without syncing keeps every bucket at full size: 2Ψ, like stage 1
         assert max(runs["zero2_no_sync"]["held"]) >= size * z["padded"]
-        assert max(runs["zero1"]["held"]) == size * z["padded"]
+        assert max(runs["zero1"]["held"]) == size * runs["zero1"]["padded"]  # its one flat buffer
 
 
 @pytest.fixture(scope="module")

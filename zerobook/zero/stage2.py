@@ -99,10 +99,11 @@ class Zero2AdamW(Zero1AdamW):
             self._retire(*self.in_flight.pop(0))
 
     def _retire(self, index: int, work, out: torch.Tensor, buffer: torch.Tensor) -> None:
-        """Wait for bucket `index`'s reduce-scatter and add its result to the gradient shard."""
+        """Wait for bucket `index`'s reduce-scatter and add its mean over the N ranks to the
+        gradient shard (divided now, as DDP averages each micro-batch: the same bits for any N)."""
         work.wait()
         offset, n = self.flat.local_slices()[index]
-        self.grad_shard[offset:offset + n].add_(out)
+        self.grad_shard[offset:offset + n].add_(out.div_(self.flat.world_size))
         self._track(f"done {index}")
 
     def _track(self, event: str, extra: int = 0) -> None:
@@ -121,9 +122,9 @@ class Zero2AdamW(Zero1AdamW):
         self.arrived = [0] * len(self.flat.buckets)
 
     def shard_grads(self) -> torch.Tensor:
-        """This rank's averaged gradient shard (numel/N), reduced during backward."""
+        """This rank's averaged gradient shard (numel/N), reduced during backward (a copy)."""
         self.finish_backward()
-        return self.grad_shard / dist.get_world_size(self.group)
+        return self.grad_shard.clone()
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         self.grad_shard.zero_()

@@ -52,7 +52,6 @@ class Zero3(MasterShard):
                  reshard_root: bool = False, offload=None, recompute_aware: bool = True, unit_cls=Unit,
                  reduce_limit: int = 1, **optimizer_options):
         self.group, self.world_size = group, dist.get_world_size(group)
-        self.replicas = 1 if replicate_group is None else dist.get_world_size(replicate_group)
         self.units = [unit_cls(name, params, group, log=self.log, replicate_group=replicate_group)
                       for name, params in wrap_policy(model, unit_types)]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
@@ -166,10 +165,10 @@ class Zero3(MasterShard):
         self._finish_queued = False
 
     def shard_grads(self) -> torch.Tensor:
-        """Every unit's gradient shard (reduce-scattered in backward), each averaged in its own
-        dtype (as DDP averages each gradient), concatenated (in fp32 when the dtypes differ)."""
+        """Every unit's gradient shard (reduce-scattered and averaged in backward, each in its own
+        dtype, as DDP averages each gradient), concatenated (in fp32 when the dtypes differ)."""
         self.finish_reduces()  # normally done already, at the end of backward
-        return torch.cat([u.grad_shard / (self.world_size * self.replicas) for u in self.units])
+        return torch.cat([u.grad_shard for u in self.units])
 
     @torch.no_grad()
     def step(self) -> None:

@@ -44,7 +44,9 @@ class Unit:
                              f"give each dtype its own unit (unit_types)")
         self.flat = FlatParams(params, world_size, flat_grads=False)
         self.shard = self.flat.shard(self.flat.flat, self.rank)  # 16-bit, numel/N, kept
-        self.grad_shard = torch.zeros_like(self.shard)  # summed over ranks, this rank's part
+        self.grad_shard = torch.zeros_like(self.shard)  # averaged over ranks, this rank's part
+        replicas = 1 if replicate_group is None else dist.get_world_size(replicate_group)
+        self.contributors = world_size * replicas  # the ranks whose gradients a shard sums
         self.full_bytes = self.flat.flat.untyped_storage().nbytes()
         self.grad_buffer: torch.Tensor | None = None
         self.arrived = 0
@@ -100,12 +102,14 @@ class Unit:
     @torch.no_grad()
     def finish_reduce(self) -> None:
         """Wait for the reduce-scatter; under HSDP all-reduce (SUM) the shard over the replicas
-        (the ranks holding the same shard); add it to the gradient shard and drop the buffer."""
+        (the ranks holding the same shard); add its mean over every rank that contributed to the
+        gradient shard (divided now, as DDP averages each micro-batch: the same bits for any N)
+        and drop the buffer."""
         work, out, _ = self.reducing
         work.wait()
         if self.replicate_group is not None:
             dist.all_reduce(out, group=self.replicate_group)
-        self.grad_shard.add_(out)
+        self.grad_shard.add_(out.div_(self.contributors))
         self.reducing = None
 
     def reduce_grads(self) -> None:
