@@ -144,7 +144,8 @@ def _log_launch(target: str, nproc: int, args, seconds: float, cpu: float) -> No
     if path:
         with open(path, "a") as f:
             f.write(json.dumps({"target": target, "nproc": nproc, "args": [str(a) for a in args],
-                                "seconds": round(seconds, 2), "cpu": round(cpu, 2)}) + "\n")
+                                "seconds": round(seconds, 2), "cpu": round(cpu, 2),
+                                "by": os.environ.get("PYTEST_CURRENT_TEST", "")}) + "\n")
 
 
 def _run(command, env, run_id, deadline, stream, target) -> None:

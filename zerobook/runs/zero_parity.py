@@ -138,9 +138,10 @@ def average_each_micro_batch(model, sums: dict) -> None:
 
 def gradient_bytes_recorder(model, held: list) -> list:
     """Hooks that append the bytes of every gradient alive after each gradient arrives."""
-    grads = lambda: [p.grad for p in model.parameters() if p.grad is not None]  # noqa: E731
+    params = list(model.parameters())  # once: walking the module tree at every hook costs O(P^2)
+    grads = lambda: [p.grad for p in params if p.grad is not None]  # noqa: E731
     return [p.register_post_accumulate_grad_hook(lambda _: held.append(measure.unique_bytes(grads())))
-            for p in model.parameters() if p.requires_grad]
+            for p in params if p.requires_grad]
 
 
 def backward(method: Method, model, optimizer, batch) -> list:
