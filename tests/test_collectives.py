@@ -1,4 +1,5 @@
-"""Ring collectives from send/recv, and the traffic meter, on real ranks."""
+"""Ring collectives from send/recv, and the traffic meter, on real ranks. (The ring's trace and the
+parameter server's bytes, on 4 ranks: the ring chapter's cells assert them on the run they show.)"""
 import pytest
 
 import zerobook as zb
@@ -33,18 +34,3 @@ def test_ring_all_reduce_equals_all_reduce_and_sends_2_n_minus_1_over_n(rings, w
     assert ranks[0]["builtin"]["all_reduce"] == {"calls": 1, "bytes": 4000, "bus_bytes": 4000 * 2 * (n - 1) / n}
     gather = ranks[0]["builtin"]["all_gather_into_tensor"]
     assert gather["bytes"] == 4000 * n and gather["bus_bytes"] == 4000 * n * (n - 1) / n
-
-
-def test_the_meter_counts_a_parameter_server_and_a_ring_exactly():
-    run = zb.torchrun("zerobook.runs.ring_trace", nproc=4, echo=False)
-    size, n = run.ranks[0]["size_bytes"], 4
-    assert all(r["equal"] for r in run.ranks)
-    assert all(r["ring_sent"] == r["ring_received"] == 2 * (n - 1) * size // n for r in run.ranks)
-    server, *workers = run.ranks
-    assert server["server_received"] == server["server_sent"] == (n - 1) * size  # grows with N
-    assert all(w["server_sent"] == w["server_received"] == size for w in workers)
-    # the trace: after reduce-scatter rank r holds every rank's contribution to chunk (r + 1) % n
-    for rank, report in enumerate(run.ranks):
-        last_scatter = [t for t in report["trace"] if t["phase"] == "reduce-scatter"][-1]
-        assert last_scatter["holding"][(rank + 1) % n] == 2**n - 1
-        assert report["trace"][-1]["holding"] == [2**n - 1] * n

@@ -1,8 +1,9 @@
 """The grading round trip: release a lab, submit notebooks, autograde, read the scores.
 
 The machinery is tested once, on Lab 0, with the full set of submissions (reference, untouched, a
-wrong answer, an infinite loop, sys.exit()); one `python -m zerobook.grading grade` call grades
-them all (as `make grade` does). Every other lab: its reference with the hidden tests runs under
+wrong answer and an infinite loop in one notebook, a notebook that is not JSON); one
+`python -m zerobook.grading grade` call grades them all (as `make grade` does). A rank that calls
+sys.exit() or os._exit() fails its launch like any other failure (tests/test_launch.py). Every other lab: its reference with the hidden tests runs under
 nbval (labs/), its untouched release and wrong answers on the harness (tests/test_labs.py), and its
 full round trip in `make test-all` (tests/test_grading_labs.py).
 """
@@ -27,17 +28,17 @@ def planted(text: str, old: str, new: str) -> str:
 
 
 def submissions(root) -> dict[str, dict[str, str]]:
-    """Lab 0: the solution, the untouched release and planted faults: a wrong answer in one part
-    and sys.exit() in the next (one notebook, so each fault must cost only its own part), and a
-    hang."""
+    """Lab 0: the solution, the untouched release, a cut-off notebook, and one notebook with two
+    planted faults and a correct last part: a wrong answer in part 1 and a hang in part 2 must each
+    cost only their own part, and the part after the hang must still be graded (and score)."""
     solution = SOURCE.read_text()
-    wrong = planted(solution, "return value.item()", "return value.item() + 1")
+    faulty = planted(solution, "return world_size * (world_size + 1) // 2", "return world_size * (world_size + 1) // 2 + 1")
+    faulty = planted(faulty, "dist.all_reduce(value, op=dist.ReduceOp.SUM)",  # a hang that
+                     "while True:\\n        __import__('time').sleep(0.1)")  # leaves the CPU to the rest
     lab0 = {
         "reference": solution,
         "untouched": (root / "release" / LAB / f"{LAB}.ipynb").read_text(),
-        "wrong_then_exit": planted(wrong, "everyone = [None] * dist.get_world_size()", "import sys; sys.exit()"),
-        "infinite_loop": planted(solution, "dist.all_reduce(value, op=dist.ReduceOp.SUM)",  # a hang that
-                                 "while True:\\n        __import__('time').sleep(0.1)"),  # leaves the CPU to the rest
+        "wrong_then_hang": faulty,
         "not_json": solution[: len(solution) // 2],  # a notebook cut off mid-file
     }
     return {LAB: lab0}
@@ -69,19 +70,26 @@ def test_reference_solution_scores_full_marks(graded):
     assert scores["reference"] == PART_POINTS
 
 
+def test_the_instructor_notebook_runs_clean_in_every_cell(graded):
+    """Lab 0's instructor notebook is executed here, as the reference submission, and not again
+    under nbval (labs/conftest.py): every code cell ran, and none shows an error."""
+    root, _ = graded
+    notebook = json.loads((root / "autograded" / "reference" / LAB / f"{LAB}.ipynb").read_text())
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert code and all(c.get("execution_count") for c in code)
+    assert not [c["source"][:60] for c in code if any(o.get("output_type") == "error" for o in c["outputs"])]
+
+
 def test_untouched_release_scores_zero_on_every_part(graded):
     _, scores = graded
     assert scores["untouched"] == {part: 0 for part in PART_POINTS}
 
 
-def test_a_wrong_answer_and_an_exit_lose_exactly_their_parts(graded):
-    _, scores = graded
-    assert scores["wrong_then_exit"] == dict(PART_POINTS, test_all_reduce=0, test_gather=0)
-
-
-def test_a_hang_loses_that_part_and_grading_goes_on(graded):
-    _, scores = graded
-    assert scores["infinite_loop"] == dict(PART_POINTS, test_all_reduce=0)
+def test_a_wrong_answer_and_a_hang_lose_exactly_their_parts_and_grading_goes_on(graded):
+    root, scores = graded
+    assert scores["wrong_then_hang"] == dict(PART_POINTS, test_part1=0, test_all_reduce=0)
+    feedback = (root / "feedback" / "wrong_then_hang" / LAB / f"{LAB}.html").read_text()
+    assert "AssertionError" in feedback and "timed out; every rank was stopped" in feedback
 
 
 def test_scores_csv_and_feedback_are_written(graded):
@@ -93,8 +101,6 @@ def test_scores_csv_and_feedback_are_written(graded):
     for submitted in (root / "submitted").glob("*/*"):
         student, lab = submitted.parent.name, submitted.name
         assert (root / "feedback" / student / lab / f"{lab}.html").is_file(), (student, lab)
-    feedback = (root / "feedback" / "wrong_then_exit" / LAB / f"{LAB}.html").read_text()
-    assert "AssertionError" in feedback and "sys.exit" in feedback
 
 
 def test_a_broken_notebook_scores_zero_with_a_reason_and_stops_nobody_else(graded):
