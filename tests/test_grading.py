@@ -72,7 +72,7 @@ def test_reference_solution_scores_full_marks(graded):
 
 def test_the_instructor_notebook_runs_clean_in_every_cell(graded):
     """Lab 0's instructor notebook is executed here, as the reference submission, and not again
-    under nbval (labs/conftest.py): every code cell ran, and none shows an error."""
+    under nbval (the Makefile's LAB0): every code cell ran, and none shows an error."""
     root, _ = graded
     notebook = json.loads((root / "autograded" / "reference" / LAB / f"{LAB}.ipynb").read_text())
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]

@@ -18,13 +18,31 @@ def broadcast_params(model: torch.nn.Module, src: int = 0) -> None:
 
 
 @torch.no_grad()
-def average_gradients(model: torch.nn.Module) -> None:
-    """All-reduce (SUM) every gradient, then divide by N: each rank ends with the mean."""
+def average_gradients(model: torch.nn.Module, flat: bool = False) -> None:
+    """All-reduce (SUM) every gradient, then divide by N: each rank ends with the mean.
+
+    flat=False: one all-reduce per parameter tensor. flat=True: every gradient copied into one
+    buffer and one all-reduce of it (DDP with a single bucket): the same sum and division for each
+    element, one collective instead of one per tensor (the parity runs' references use it)."""
     world_size = dist.get_world_size()
-    for param in model.parameters():
-        if param.grad is not None:
-            dist.all_reduce(param.grad)
-            param.grad.div_(world_size)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    if flat:
+        all_reduce_flat(grads)
+    else:
+        for grad in grads:
+            dist.all_reduce(grad)
+    for grad in grads:
+        grad.div_(world_size)
+
+
+def all_reduce_flat(grads: list[torch.Tensor]) -> None:
+    """all_reduce (SUM) of the gradients as one buffer of sum(numel) elements, copied back."""
+    if len({g.dtype for g in grads}) > 1:
+        raise ValueError("average_gradients(flat=True) needs one dtype: one buffer holds them all")
+    buffer = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(buffer)
+    for grad, piece in zip(grads, buffer.split([g.numel() for g in grads])):
+        grad.copy_(piece.view_as(grad))
 
 
 class OverlappedAllReduce:

@@ -59,7 +59,7 @@ def train(model, optimizer, scheduler, steps: range, me: zb.Rank) -> dict:
             optimizer.zero_grad()
             loss = next_token_loss(model, batch)
             loss.backward()
-            average_gradients(model)
+            average_gradients(model, flat=True)
             return loss
 
         losses.append(optimizer.step(closure).item())

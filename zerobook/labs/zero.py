@@ -19,6 +19,7 @@ import torch.distributed as dist
 import zerobook as zb
 from zerobook import measure
 from zerobook.comm import CommMeter
+from zerobook.ddp import all_reduce_flat
 from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.models import GPT, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
@@ -82,10 +83,12 @@ def optimizer_for(method: str, model, student, me):
 def average_gradients(model, how: str) -> None:
     """DDP's average: all-reduce (SUM) every gradient, dividing by N the way `how` says."""
     before, after = AVERAGES[how]
-    for param in model.parameters():
-        before(param.grad, dist.get_world_size())
-        dist.all_reduce(param.grad)
-        after(param.grad, dist.get_world_size())
+    grads = [param.grad for param in model.parameters()]
+    for grad in grads:
+        before(grad, dist.get_world_size())
+    all_reduce_flat(grads)  # one all-reduce: element for element the same sums as one per tensor
+    for grad in grads:
+        after(grad, dist.get_world_size())
 
 
 def step(method: str, model, optimizer, batch, average: str = "sum / N") -> None:

@@ -129,7 +129,7 @@ def clip(method: Method, model, optimizer, max_norm: float) -> float:
 @torch.no_grad()
 def average_each_micro_batch(model, sums: dict) -> None:
     """DDP without no_sync: average this micro-batch's gradients now, add them to `sums`."""
-    average_gradients(model)
+    average_gradients(model, flat=True)
     for p in model.parameters():
         if p.grad is not None:
             sums[p] = p.grad if p not in sums else sums[p].add_(p.grad)
@@ -167,7 +167,7 @@ def one_step(method: Method, model, optimizer, batch, max_norm: float) -> dict:
     with CommMeter() as meter:
         held = backward(method, model, optimizer, batch)
         if method.averages == "step":
-            average_gradients(model)
+            average_gradients(model, flat=True)
         norm = clip(method, model, optimizer, max_norm)
         optimizer.step()
     return {"norm": norm, "held": held, "traffic": meter.summary()}
