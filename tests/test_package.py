@@ -24,6 +24,14 @@ def test_importing_zerobook_loads_neither_torch_nor_the_launcher_nor_matplotlib(
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+def test_the_notebook_sides_figures_tables_and_launcher_load_no_torch():
+    """A chapter's kernel imports torch only if the chapter uses it (about 1.3 CPU seconds)."""
+    code = ("import sys, zerobook.plots, zerobook.widgets, zerobook.launch, zerobook.grading; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
 @pytest.mark.launch
 def test_a_rank_loads_nothing_of_the_notebook_side():
     run = zb.torchrun(TARGETS / "modules.py", nproc=2, echo=False)

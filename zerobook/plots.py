@@ -4,7 +4,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from zerobook import memory
-from zerobook.zero.timeline import events_from, timeline_bars
 
 # Okabe & Ito's palette, safe for the common kinds of colour blindness.
 PALETTE = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
@@ -138,6 +137,8 @@ def gradient_bytes_chart(held: dict[str, list[int]], lines: dict[str, float], ti
 
 def timeline_chart(runs: dict[str, list]):
     """One Gantt chart per run (name -> events): communication and computation lanes, in ms."""
+    from zerobook.zero.timeline import timeline_bars  # here: its package imports torch
+
     lanes = {"communication": (PALETTE["orange"], 1), "computation": (PALETTE["blue"], 0)}
     fig, axes = plt.subplots(len(runs), 1, sharex=True, figsize=(8, 1.5 * len(runs) + 0.7), squeeze=False)
     for ax, (name, events) in zip(axes[:, 0], runs.items()):
@@ -154,6 +155,8 @@ def timeline_chart(runs: dict[str, list]):
 def gathered_bytes_chart(runs: dict[str, list], lines: dict[str, float], kept: int = 0):
     """Bytes of full (gathered) parameters over one step, per run (name -> events), in KiB, on
     top of `kept` (the shards a rank keeps between steps); `lines`: label -> bytes, drawn across."""
+    from zerobook.zero.timeline import events_from  # here: its package imports torch
+
     colors = [PALETTE["black"], PALETTE["blue"], PALETTE["orange"], PALETTE["green"]]
     fig, ax = plt.subplots(figsize=(7, 3.8))
     for (name, events), color in zip(runs.items(), colors):
