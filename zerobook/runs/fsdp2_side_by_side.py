@@ -6,7 +6,8 @@ Both shard one unit per transformer block plus the root, reshard after forward (
 FSDP2 does), and run the same AdamW. In fp32 everything is fp32. In bf16 (`--dtype bfloat16`) we
 keep bf16 weights and gradient shards beside an fp32 master; FSDP2 keeps fp32 sharded parameters
 and casts them to bf16 as it gathers (`MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=bf16)`);
-DDP is `MixedPrecisionAdamW`. All start from the same bf16-representable weights. Every sum is
+DDP is `MixedPrecisionAdamW`. All start from the same bf16-representable weights.
+`--dtype float32,bfloat16` runs both in one launch and reports each under `by_dtype[name]`. Every sum is
 taken in rank order (`zerobook.parity.ordered_sums`; `--sums native` for gloo's own orders), so
 the three must end with the same bits. Reported by every rank, per method: the loss at every
 step, the final weights' largest difference from DDP,
@@ -92,13 +93,22 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--dtype", default="float32",
+                        help="float32, bfloat16, or both in one launch (float32,bfloat16: reported by_dtype)")
     parser.add_argument("--sums", choices=["ordered", "native"], default="ordered")
     cli = parser.parse_args()
+    dtypes = cli.dtype.split(",")
+    if not set(dtypes) <= {"float32", "bfloat16"}:
+        parser.error(f"--dtype: float32 and/or bfloat16, not {cli.dtype!r}")
     me = zb.setup()
-    config, dtype = GPTConfig(vocab=128, hidden=64, layers=cli.layers, heads=4, seq_len=32), getattr(torch, cli.dtype)
-    runs = compare(config, dtype, cli.steps, me, ordered=cli.sums == "ordered")
-    zb.report(**asdict(Report(runs, cli.dtype, cli.sums, sum(p.numel() for p in GPT(config).parameters()))))
+    config = GPTConfig(vocab=128, hidden=64, layers=cli.layers, heads=4, seq_len=32)
+    psi = sum(p.numel() for p in GPT(config).parameters())
+    reports = {name: asdict(Report(compare(config, getattr(torch, name), cli.steps, me, ordered=cli.sums == "ordered"),
+                                   name, cli.sums, psi)) for name in dtypes}
+    if len(dtypes) == 1:
+        zb.report(**reports[dtypes[0]])
+    else:
+        zb.report(by_dtype=reports)
 
 
 if __name__ == "__main__":
