@@ -119,3 +119,15 @@ def test_every_glossary_term_is_linked_from_a_chapter():
 def test_the_readme_pictures_exist():
     pictures = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", (ROOT / "README.md").read_text())
     assert len(pictures) >= 2 and all((ROOT / p).is_file() for p in pictures), pictures
+
+
+def test_how_to_use_names_every_lab_its_folder_and_its_graded_parts():
+    """The guide's table of labs stays true: every lab folder, and each part its harness grades."""
+    import importlib
+
+    guide = (ROOT / "book" / "how_to_use.md").read_text()
+    for path in LABS:
+        row = next((line for line in guide.splitlines() if f"`labs/{path.stem}/`" in line), None)
+        assert row is not None, f"book/how_to_use.md has no row for labs/{path.stem}/"
+        parts = importlib.import_module(f"zerobook.labs.{path.stem}").PARTS
+        assert row.rstrip(" |").endswith(", ".join(f"`{p}`" for p in parts)), (path.stem, parts)
