@@ -175,3 +175,26 @@ def test_the_step_explorer_in_the_built_book_redraws_when_the_sharding_changes(b
     after = float(root.get_attribute("data-step-s"))
     assert after > before  # without prefetch the same step waits for every gather
     assert root.find_elements("css selector", "rect[data-stream=communication]")
+
+
+@needs_book
+@pytest.mark.parametrize("width", [400, 1280])
+def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_folds_it_on_a_desktop(browser, width):
+    """The header's ☰ that a reader sees (the themes bind only a hidden twin: book/_static/zerobook.js)."""
+    browser.set_window_size(width, 900)
+    try:
+        load(browser, "chapters/zero1.html")
+        sidebar = browser.find_element("css selector", "#pst-primary-sidebar")
+        button = next(b for b in browser.find_elements("css selector", ".primary-toggle") if b.is_displayed())
+        was_shown = sidebar.is_displayed()
+        button.click()
+        if width < 992:  # a dialog with the chapters' links
+            assert not was_shown and browser.find_element("css selector", "#pst-primary-sidebar-modal").get_attribute("open")
+            links = browser.find_elements("css selector", "#pst-primary-sidebar-modal a.reference.internal")
+            assert any(link.is_displayed() and "ZeRO-2" in link.text for link in links)
+        else:  # the sidebar folds away, and comes back
+            assert was_shown and "pst-sidebar-hidden" in sidebar.get_attribute("class")
+            button.click()
+            assert "pst-sidebar-hidden" not in sidebar.get_attribute("class")
+    finally:
+        browser.set_window_size(1280, 1600)
