@@ -5,10 +5,11 @@ the Chrome trace our phases — are asserted by the prefetch chapter's cells on 
 import pytest
 
 import zerobook as zb
-from zerobook.models import GPT, GPTConfig
+from zerobook.models import GPT
+from zerobook.runs.fsdp2_side_by_side import model_config
 
 pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
-TENSORS = len(list(GPT(GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)).parameters()))  # the run's model
+TENSORS = len(list(GPT(model_config()).parameters()))  # parameter tensors of the run's model
 
 
 def test_ours_and_fsdp2_train_alike_and_send_the_same_bytes_on_four_ranks():

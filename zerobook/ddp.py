@@ -38,7 +38,7 @@ def average_gradients(model: torch.nn.Module, flat: bool = False) -> None:
 def all_reduce_flat(grads: list[torch.Tensor]) -> None:
     """all_reduce (SUM) of the gradients as one buffer of sum(numel) elements, copied back."""
     if len({g.dtype for g in grads}) > 1:
-        raise ValueError("average_gradients(flat=True) needs one dtype: one buffer holds them all")
+        raise ValueError(f"all_reduce_flat needs one dtype, got {sorted({str(g.dtype) for g in grads})}: one buffer holds them all")
     buffer = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(buffer)
     for grad, piece in zip(grads, buffer.split([g.numel() for g in grads])):

@@ -11,7 +11,6 @@ import torch
 
 import zerobook as zb
 from zerobook.runs import fsdp2_side_by_side, zero_parity
-from zerobook.models import GPTConfig
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--flush-denormal", action="store_true")
@@ -22,7 +21,7 @@ if cli.flush_denormal and not torch.set_flush_denormal(True):
     raise RuntimeError("this CPU cannot flush denormals (torch.set_flush_denormal returned False)")
 methods = zero_parity.methods_of("all", torch.float32, clipped=False)
 zero = zero_parity.run_scenario("parity", methods, zero_parity.CONFIG, torch.float32, cli.steps, me)
-config = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
+config = fsdp2_side_by_side.model_config()
 fsdp2 = {str(dtype): fsdp2_side_by_side.compare(config, dtype, cli.steps, me)
          for dtype in (torch.float32, torch.bfloat16)}
 zb.report(capability=torch.backends.cpu.get_cpu_capability(),

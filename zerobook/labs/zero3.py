@@ -13,6 +13,8 @@ parameters allocated at any event of a step, and the bytes kept between steps), 
 elements per collective of one step), `order` (the events of one step: when each gather was
 issued, when each unit's forward computed).
 """
+from functools import partial
+
 import torch
 
 import zerobook as zb
@@ -78,8 +80,7 @@ def one_step(method: str, model, optimizer, me: zb.Rank, index: int) -> None:
     tokens = rank_batch(CONFIG, BATCH, index, me)
     if method != "ddp":
         optimizer.events = []
-    reference = lambda model: average_gradients(model, flat=True)  # noqa: E731  (one all-reduce)
-    train_step(model, optimizer, tokens, reference if method == "ddp" else None)
+    train_step(model, optimizer, tokens, partial(average_gradients, flat=True) if method == "ddp" else None)
 
 
 def parity(student, me: zb.Rank) -> dict:

@@ -37,6 +37,11 @@ from zerobook.zero import Zero3AdamW
 LR, BATCH = 1e-3, 4
 
 
+def model_config(layers: int = 2) -> GPTConfig:
+    """The model every method trains here (tests that check its bytes build the same one)."""
+    return GPTConfig(vocab=128, hidden=64, layers=layers, heads=4, seq_len=32)
+
+
 @dataclass
 class Report:
     """What every rank reports: `runs[method]` (ddp, ours, fsdp2) holds `losses`, `diff` from
@@ -101,7 +106,7 @@ def main() -> None:
     if not set(dtypes) <= {"float32", "bfloat16"}:
         parser.error(f"--dtype: float32 and/or bfloat16, not {cli.dtype!r}")
     me = zb.setup()
-    config = GPTConfig(vocab=128, hidden=64, layers=cli.layers, heads=4, seq_len=32)
+    config = model_config(cli.layers)
     psi = sum(p.numel() for p in GPT(config).parameters())
     reports = {name: asdict(Report(compare(config, getattr(torch, name), cli.steps, me, ordered=cli.sums == "ordered"),
                                    name, cli.sums, psi)) for name in dtypes}
