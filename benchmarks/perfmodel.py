@@ -4,10 +4,12 @@ our ZeRO-1, ZeRO-2 and ZeRO-3 (without and with prefetch), N = 2 and 4, in one r
     python benchmarks/perfmodel.py --save benchmarks/results/perfmodel_cpu_gloo.md
 
 For each N: zerobook.runs.calibrate measures this machine (compute FLOP/s of the course GPT,
-AdamW's seconds per element, the all-reduce's alpha-beta fit) and zerobook.perfmodel.machine
-turns it into a hardware preset; zerobook.runs.zero_speed and zero3_speed time the steps
+AdamW's seconds per element, the all-reduce's alpha-beta fit, gloo's reduce-scatter against its
+all-reduce) and zerobook.perfmodel.machine turns it into a hardware preset; zerobook.runs.zero_speed and zero3_speed time the steps
 (medians, methods interleaved); zerobook.perfmodel.predict_step predicts them from the preset. The
-model was not fitted to these steps: only to the three calibration measurements. Timings on a
+model was not fitted to these steps: only to the calibration's measurements, and told each
+method's gradient buckets (zerobook.perfmodel.machine.RUNS: DDP's 25 MiB, our ZeRO-1's one, ZeRO-2's
+2^18 elements, ZeRO-3's one per unit): every bucket pays the collective's latency. Timings on a
 shared machine are noisy: a benchmark to read, not a test to pass.
 """
 import argparse
@@ -17,16 +19,10 @@ from common import emit
 
 import zerobook as zb
 from zerobook.models import GPTConfig
-from zerobook.perfmodel import predict_step
-from zerobook.perfmodel.machine import machine_hardware
+from zerobook.perfmodel.machine import RUNS, predict_runs
 from zerobook.perfmodel.models import course_gpt
 
 SEQ_LEN = 128
-METHODS = {  # ours -> (run, key in its report, stage, prefetch)
-    "DDP": ("zero_speed", "ddp", 0, False), "ZeRO-1": ("zero_speed", "zero1", 1, False),
-    "ZeRO-2": ("zero_speed", "zero2_overlap", 2, False), "ZeRO-3": ("zero3_speed", "ours", 3, False),
-    "ZeRO-3 + prefetch": ("zero3_speed", "ours_prefetch", 3, True),
-}
 
 
 def measure(n: int, cli) -> dict:
@@ -39,16 +35,11 @@ def measure(n: int, cli) -> dict:
 
 
 def compare(n: int, measured: dict, cli) -> dict:
-    """Method -> (predicted seconds, measured seconds)."""
+    """Method -> predicted and measured seconds (and the prediction's compute and communication)."""
     spec = course_gpt(GPTConfig(vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=SEQ_LEN))
-    hardware = machine_hardware(measured["calibration"], spec, batch=cli.batch, seq_len=SEQ_LEN)
-    out = {}
-    for name, (run, key, stage, prefetch) in METHODS.items():
-        p = predict_step(spec, hardware, world_size=n, gpus_per_node=n, stage=stage, micro_batch=cli.batch,
-                         seq_len=SEQ_LEN, prefetch=prefetch, dtype="fp32")
-        out[name] = {"predicted": p.step_s, "measured": measured[run]["median"][key],
-                     "compute": p.compute_s, "communication": p.comm_s}
-    return out
+    predicted = predict_runs(measured["calibration"], spec, batch=cli.batch, seq_len=SEQ_LEN)
+    return {name: {"predicted": p.step_s, "measured": measured[RUNS[name][0]]["median"][RUNS[name][1]],
+                   "compute": p.compute_s, "communication": p.comm_s} for name, p in predicted.items()}
 
 
 def report(results: dict) -> str:
@@ -59,6 +50,9 @@ def report(results: dict) -> str:
         for name, r in rows["compare"].items():
             lines.append(f"| {n} | {name} | {r['predicted'] * 1e3:.1f} | {r['measured'] * 1e3:.1f} | "
                          f"{r['measured'] / r['predicted']:.2f} | {r['compute'] * 1e3:.1f} | {r['communication'] * 1e3:.1f} |")
+    lines += ["", "gloo's reduce-scatter over its all-reduce of the same buffer (1-16 MiB, median; a ring's would "
+              "be 0.5): " + ", ".join(f"{rows['measured']['calibration']['reduce_scatter_over_all_reduce']:.2f} at "
+                                      f"N = {n}" for n, rows in results.items())]
     return "\n".join(lines)
 
 

@@ -1,6 +1,8 @@
 """zerobook.perfmodel: the shapes counted exactly (against released models, a paper's compute and
 the course's own GPT measured by FlopCounterMode), the traffic formulas, the schedule's rules, and
 clear errors for what it cannot price."""
+import math
+
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -10,7 +12,7 @@ from zerobook.hardware import A100_NODE, H100_NODE
 from zerobook.models import GPT, GPTConfig
 from zerobook.perfmodel import GPT3_175B, LLAMA3_8B, LLAMA3_70B, ModelSpec, predict_step
 from zerobook.perfmodel.models import course_gpt
-from zerobook.perfmodel.step import Layout, traffic_per_gpu
+from zerobook.perfmodel.step import Layout, bucket_sizes, ring_seconds, traffic_per_gpu
 
 
 def test_parameter_counts_are_the_released_models():
@@ -89,15 +91,64 @@ def test_a_cpu_host_cannot_overlap():
     (dict(shard_group=3), "must divide world_size"),
     (dict(micro_batch=-1), "micro_batch must be a positive integer"),
     (dict(activation_checkpointing="some"), "activation_checkpointing one of"),
+    (dict(stage=2, bucket_params=0), "bucket_params must be a positive integer"),
 ])
 def test_bad_input_says_what_is_wrong(changes, message):
     with pytest.raises(ValueError, match=message):
         predict(**changes)
 
 
+def test_buckets_cut_the_gradients_into_that_many_collectives():
+    """ZeRO-2 with buckets of b elements: ceil(Psi / b) reduce-scatters and as many all-gathers,
+    whose sizes add up to Psi (each priced as a ring over the node: its time gives its size back)."""
+    hw, psi, b = H100_NODE, LLAMA3_8B.num_params(), 10**8
+    p = predict(hardware=hw, world_size=8, stage=2, bucket_params=b)
+    for what in ("reduce-scatter", "all-gather"):
+        spans = [s for s in p.timeline if s.what == what]
+        assert len(spans) == len(bucket_sizes(psi, b)) == -(-psi // b)
+        sizes = [((s.end - s.start) - 7 * hw.intra_alpha) * hw.intra_bandwidth * 8 / 7 / 2 for s in spans]
+        assert sum(sizes) == pytest.approx(psi, rel=1e-9)
+    assert len([s for s in predict(world_size=8, stage=2).timeline if s.what == "reduce-scatter"]) == LLAMA3_8B.layers + 1
+
+
+def test_a_reduce_scatter_costs_the_hardwares_multiple_of_an_all_reduce():
+    """A ring's reduce-scatter is half an all-reduce (the default, 0.5, gives exactly the ring's
+    formula); gloo's is an all-reduce and copies: a preset with 1.5 pays three times the ring's."""
+    ring, gloo = (predict(hardware=H100_NODE.with_(reduce_scatter=r), world_size=8, stage=2) for r in (0.5, 1.5))
+    seconds = lambda p: [s.end - s.start for s in p.timeline if s.what == "reduce-scatter"]
+    size = LLAMA3_8B.block_params() * 2
+    rounding = 4 * math.ulp(gloo.step_s)  # a span's end - start: each rounded at the step's scale
+    exact = ring_seconds("reduce_scatter", size, 8, H100_NODE.intra_alpha, H100_NODE.intra_bandwidth)
+    assert seconds(ring)[0] == pytest.approx(exact, rel=0, abs=rounding)
+    *blocks, root = seconds(gloo)  # one per block, then the root's
+    assert blocks == pytest.approx([3 * exact] * LLAMA3_8B.layers, rel=0, abs=rounding)
+    assert root == pytest.approx(3 * seconds(ring)[-1], rel=0, abs=rounding)
+
+
 def test_a_model_that_does_not_fit_can_still_be_priced_on_request():
     p = predict(stage=0, allow_oom=True)
     assert not p.fits and p.peak_memory_bytes > A100_NODE.memory_bytes
+
+
+CALIBRATION = {"world_size": 2, "compute_seconds": 0.2, "optimizer_seconds": {"2": 0.01}, "backend": "gloo",
+               "all_reduce": {"alpha": 3e-4, "beta": 1e-9}, "reduce_scatter_over_all_reduce": 1.4}
+
+
+def test_the_timed_runs_are_predicted_with_their_own_buckets():
+    """predict_runs tells each timed method its gradient buckets (ZeRO-2: zero_speed's, one
+    reduce-scatter per 2^18 elements; our ZeRO-1: one; ZeRO-3: one per unit); naive: one per unit."""
+    from zerobook.perfmodel.machine import ZERO2_BUCKET_NUMEL, predict_runs
+    from zerobook.runs import zero_speed
+
+    assert ZERO2_BUCKET_NUMEL == zero_speed.BUCKET_NUMEL
+    config = GPTConfig(vocab=4096, hidden=256, layers=4, heads=4, seq_len=128)
+    spec = course_gpt(config)
+    calibration = {**CALIBRATION, "num_params": spec.num_params()}
+    runs, naive = (predict_runs(calibration, spec, batch=4, seq_len=128, naive=flag) for flag in (False, True))
+    count = lambda p: sum(s.what == "reduce-scatter" for s in p.timeline)
+    assert count(runs["ZeRO-2"]) == len(bucket_sizes(spec.num_params(), ZERO2_BUCKET_NUMEL))
+    assert (count(runs["ZeRO-1"]), count(runs["ZeRO-3"]), count(naive["ZeRO-2"])) == (1, 5, 5)
+    assert runs["ZeRO-2"].comm_s > naive["ZeRO-2"].comm_s  # more latencies, and gloo's dearer reduce-scatter
 
 
 def test_this_machines_preset_reproduces_what_was_calibrated():
@@ -107,10 +158,10 @@ def test_this_machines_preset_reproduces_what_was_calibrated():
 
     config = GPTConfig(vocab=4096, hidden=256, layers=4, heads=4, seq_len=128)
     spec, psi = course_gpt(config), measure.num_params(GPT(config))
-    calibration = {"world_size": 2, "num_params": psi, "compute_seconds": 0.2, "optimizer_seconds": {"2": 0.01},
-                   "all_reduce": {"alpha": 3e-4, "beta": 1e-9}}
+    calibration = {**CALIBRATION, "num_params": psi}
     hw = machine_hardware(calibration, spec, batch=4, seq_len=128)
     p = predict_step(spec, hw, world_size=2, gpus_per_node=2, stage=1, micro_batch=4, seq_len=128, dtype="fp32")
     assert hw.peak_flops * 0.2 == pytest.approx(3 * forward_flops(spec, 512, 128), rel=1e-12)
     assert p.compute_s == pytest.approx(0.2 + 0.01, rel=1e-12)  # forward + backward, then the optimizer
     assert hw.overlap is False and hw.intra_bandwidth == pytest.approx(1e9)
+    assert hw.reduce_scatter == 1.4  # the ratio it measured

@@ -54,49 +54,121 @@ def test_moving_the_stage_slider_in_chromium_redraws_with_the_calculators_number
         browser.quit()
 
 
-def embedded_steps(html: str) -> dict:
+def every_step_choice():
+    """Every combination of the step explorer's menus: (model, hardware, step_arguments' inputs)."""
+    import itertools
+
+    from zerobook.hardware import PRESETS
+    from zerobook.perfmodel import MODELS
+
+    menus = [list(MODELS), list(PRESETS), list(widgets.STEP_METHODS), *widgets.STEP_CHOICES.values()]
+    names = ["model", "hardware", "method", *widgets.STEP_CHOICES]
+    return [dict(zip(names, values)) for values in itertools.product(*menus)]
+
+
+def python_prediction(choice: dict, spans: bool = True) -> dict:
+    """predict_step's numbers (and spans) for one choice, as the page's JavaScript returns them."""
+    from zerobook.hardware import PRESETS
+    from zerobook.perfmodel import MODELS, predict_step
+
+    c = dict(choice)
+    model, hardware = MODELS[c.pop("model")], PRESETS[c.pop("hardware")]
+    p = predict_step(model, hardware, **widgets.step_arguments(**c), allow_oom=True)
+    keys = ("step_s", "compute_s", "comm_s", "exposed_comm_s", "mfu", "peak_memory_bytes", "fits")
+    timeline = [[s.stream, s.what, s.unit, s.start, s.end] for s in p.timeline] if spans else len(p.timeline)
+    return {**{k: getattr(p, k) for k in keys}, "memory": p.memory, "timeline": timeline}
+
+
+JS_PREDICTIONS = """
+const [choices, data] = arguments;
+return choices.map((c) => {
+  const m = data.models[c.model], hw = data.hardware[c.hardware];
+  const [stage, prefetch, group] = data.methods[c.method];
+  const p = window.zerobook.predictStep(m, hw, {world_size: c.n, gpus_per_node: c.per_node, stage, prefetch,
+    micro_batch: c.batch, seq_len: c.seq, activation_checkpointing: c.recompute === "none" ? null : c.recompute,
+    shard_group: group === "node" && c.per_node < c.n ? c.per_node : null});
+  const timeline = p.timeline.map((s) => [s.stream, s.what, s.unit, s.start, s.end]);
+  return {step_s: p.step_s, compute_s: p.compute_s, comm_s: p.comm_s, exposed_comm_s: p.exposed_comm_s, mfu: p.mfu,
+          peak_memory_bytes: p.peak_memory_bytes, fits: p.fits, memory: p.memory,
+          timeline: c.spans ? timeline : timeline.length};
+});
+"""
+
+
+def explorer_page(tmp_path, **chosen):
+    """The static step explorer on a page of its own: (its file, its root element's id, its data)."""
     import json
 
-    return json.loads(html.split("const STEPS = ", 1)[1].split(";  //", 1)[0])
+    html = widgets.step_explorer(**chosen)._repr_html_()
+    page = tmp_path / "steps.html"
+    page.write_text(f"<!doctype html><html><body>{html}</body></html>")
+    data = json.loads(html.split("const DATA = ", 1)[1].split(";  //", 1)[0])
+    return page, html.split('id="', 1)[1].split('"', 1)[0], data
 
 
-def test_the_step_explorer_embeds_exactly_what_predict_step_gives():
-    from zerobook.hardware import H100_NODE
-    from zerobook.perfmodel import LLAMA3_8B, predict_step
-
+def test_the_step_explorer_is_self_contained_and_refuses_a_bad_choice():
     html = widgets.step_explorer()._repr_html_()
     assert "<script>" in html and "http" not in html.replace("http://www.w3.org/2000/svg", "")
-    steps = embedded_steps(html)
-    assert len(steps) == len(widgets.STEP_METHODS) * 2 * 2
-    p = predict_step(LLAMA3_8B, H100_NODE, world_size=64, gpus_per_node=8, stage=3, micro_batch=4, seq_len=8192,
-                     activation_checkpointing="selective", shard_group=8, allow_oom=True)
-    hsdp = steps["HSDP (ZeRO-3 in each node)|64|4"]
-    assert (hsdp["step_s"], hsdp["exposed_comm_s"], hsdp["fits"]) == (p.step_s, p.exposed_comm_s, p.fits)
-    assert len(hsdp["spans"]) == len(p.timeline)
+    assert "predictStep" in html
     with pytest.raises(ValueError, match="method"):
         widgets.step_explorer(method="ZeRO-4")
 
 
-def test_choosing_another_sharding_in_chromium_redraws_the_predicted_step(tmp_path):
+def test_the_pages_javascript_predicts_the_same_doubles_as_predict_step(tmp_path):
+    """perfmodel.js against predict_step on every 11th combination of the menus (11 is prime to
+    every menu's length, so the sample walks through each menu's options) and on a gloo-like
+    preset (reduce-scatter 1.4 x an all-reduce, no overlap): the same sums in the same order, so
+    equal numbers; every 10th of them compared span for span."""
+    from zerobook.hardware import PRESETS
+
+    page, _, data = explorer_page(tmp_path)
+    data["hardware"]["gloo-like"] = {**data["hardware"]["A100"], "reduce_scatter": 1.4, "overlap": False}
+    sample = every_step_choice()[::11]
+    choices = [dict(c, spans=k % 10 == 0) for k, c in enumerate(sample + [dict(c, hardware="gloo-like") for c in sample[:50]])]
+    PRESETS["gloo-like"] = PRESETS["A100"].with_(reduce_scatter=1.4, overlap=False)
+    browser = driver(tmp_path / "profile")
+    try:
+        browser.get(page.as_uri())
+        got = browser.execute_script(JS_PREDICTIONS, choices, data)
+        expected = [python_prediction({k: v for k, v in c.items() if k != "spans"}, c["spans"]) for c in choices]
+        for choice, js, py in zip(choices, got, expected):
+            assert js == py, choice
+    finally:
+        PRESETS.pop("gloo-like")
+        browser.quit()
+
+
+def test_choosing_in_chromium_redraws_the_predicted_step_and_memory(tmp_path):
     from selenium.webdriver.support.ui import Select
 
-    html = widgets.step_explorer()._repr_html_()
-    steps = embedded_steps(html)
-    page = tmp_path / "steps.html"
-    page.write_text(f"<!doctype html><html><body>{html}</body></html>")
-    root_id = html.split('id="', 1)[1].split('"', 1)[0]
+    from zerobook.hardware import A100_NODE
+
+    page, root_id, _ = explorer_page(tmp_path)
+    start = python_prediction(dict(model="Llama 3 8B", hardware="H100", method="ZeRO-3 + prefetch",
+                                   **widgets.STEP_DEFAULTS))
     browser = driver(tmp_path / "profile")
     try:
         browser.get(page.as_uri())
         root = browser.find_element("id", root_id)
-        assert float(root.get_attribute("data-step-s")) == steps["ZeRO-3 + prefetch|64|1"]["step_s"]
-        Select(root.find_element("css selector", "[data-role=method]")).select_by_value("ZeRO-3, no prefetch")
-        slow = steps["ZeRO-3, no prefetch|64|1"]
-        assert float(root.get_attribute("data-step-s")) == slow["step_s"]
-        assert float(root.get_attribute("data-exposed-s")) == slow["exposed_comm_s"]
+        assert float(root.get_attribute("data-step-s")) == start["step_s"]
+        choose = lambda role, value: Select(root.find_element("css selector", f"[data-role={role}]")).select_by_value(value)
+        for role, value in (("model", "Llama 3 70B"), ("hardware", "A100"), ("recompute", "full"),
+                            ("method", "ZeRO-3, no prefetch")):
+            choose(role, value)
+        chosen = python_prediction(dict(model="Llama 3 70B", hardware="A100", method="ZeRO-3, no prefetch",
+                                        **{**widgets.STEP_DEFAULTS, "recompute": "full"}))
+        assert float(root.get_attribute("data-step-s")) == chosen["step_s"] != start["step_s"]
+        assert float(root.get_attribute("data-exposed-s")) == chosen["exposed_comm_s"]
         bars = root.find_elements("css selector", "rect[data-stream=communication]")
-        assert len(bars) == sum(1 for s in slow["spans"] if s[0] == "communication")
-        assert f"{slow['step_s']:.2f} s" in root.find_element("css selector", "[data-out=summary]").text
+        assert len(bars) == sum(1 for s in chosen["timeline"] if s[0] == "communication")
+        terms = root.find_elements("css selector", "rect[data-term]")
+        assert [t.get_attribute("data-term") for t in terms] == list(chosen["memory"])
+        summary = root.find_element("css selector", "[data-out=summary]").text
+        assert f"Step {chosen['step_s']:.2f} s" in summary and f"in {A100_NODE.memory_bytes / 1e9:.0f} GB" in summary
+        choose("model", "GPT-3 175B")
+        choose("n", "8")
+        assert root.get_attribute("data-fits") == "false"  # 175B on 8 GPUs: does not fit, and says so
+        assert "does not fit" in root.find_element("css selector", "[data-out=summary]").text
         logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert not logs, logs
     finally:
@@ -112,6 +184,8 @@ def test_the_live_step_explorer_follows_its_controls():
     label = box.children[-2]
     first = label.value
     controls["model"].value, controls["GPUs"].value, controls["recompute"].value = "Llama 3 70B", "A100", "full"
-    p = predict_step(LLAMA3_70B, A100_NODE, world_size=64, gpus_per_node=8, stage=3, micro_batch=1, seq_len=8192,
-                     activation_checkpointing="full", allow_oom=True)
+    controls["per node"].value = 4
+    controls["sharding"].value = "HSDP (ZeRO-3 in each node)"
+    p = predict_step(LLAMA3_70B, A100_NODE, world_size=64, gpus_per_node=4, stage=3, micro_batch=1, seq_len=8192,
+                     activation_checkpointing="full", shard_group=4, allow_oom=True)
     assert label.value == widgets.step_summary(p, 80) != first

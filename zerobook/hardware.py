@@ -37,7 +37,11 @@ class Hardware:
 
     sustained: the fraction of `peak_flops` a training step's kernels sustain (1.0: the roofline's
     bound; a measured or calibrated value otherwise). overlap: whether communication runs beside
-    computation (GPUs: copy engines and NICs do it) or takes the same cores (a CPU host)."""
+    computation (GPUs: copy engines and NICs do it) or takes the same cores (a CPU host).
+    reduce_scatter: a reduce-scatter's time over an all-reduce's of the same buffer: 0.5 for a ring
+    (NCCL: (N-1)/N of the buffer per rank, half an all-reduce); gloo's is more than 1
+    (ProcessGroupGloo.reduce_scatter_tensor_coalesced clones the input, all-reduces the whole of it
+    and copies out this rank's chunk), so a "this machine" preset takes the ratio it measured."""
 
     name: str
     peak_flops: float
@@ -50,6 +54,7 @@ class Hardware:
     gpus_per_node: int = 8
     sustained: float = 1.0
     overlap: bool = True
+    reduce_scatter: float = 0.5
     source: str = ""
 
     def with_(self, **changes) -> "Hardware":

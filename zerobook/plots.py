@@ -139,14 +139,10 @@ def timeline_chart(runs: dict[str, list]):
     """One Gantt chart per run (name -> events): communication and computation lanes, in ms."""
     from zerobook.zero.timeline import timeline_bars  # here: its package imports torch
 
-    lanes = {"communication": (PALETTE["orange"], 1), "computation": (PALETTE["blue"], 0)}
     fig, axes = plt.subplots(len(runs), 1, sharex=True, figsize=(8, 1.5 * len(runs) + 0.7), squeeze=False)
     for ax, (name, events) in zip(axes[:, 0], runs.items()):
-        for lane, start, end, unit in timeline_bars(events):
-            color, y = lanes[lane]
-            ax.broken_barh([(start * 1e3, (end - start) * 1e3)], (y + 0.1, 0.8), color=color, edgecolor="white")
-        ax.set(yticks=[0.5, 1.5], yticklabels=["computation", "communication"], title=name)
-        ax.grid(True, axis="x", alpha=0.3)
+        gantt(ax, timeline_bars(events))
+        ax.set_title(name)
     axes[-1, 0].set_xlabel("time since the step began (ms)")
     fig.tight_layout()
     return fig
@@ -193,20 +189,46 @@ def scaling_chart(num_params: float, world_sizes, measured: dict[int, float]):
 
 
 def prediction_chart(predictions: dict):
-    """One Gantt chart per predicted step (name -> zerobook.perfmodel.Prediction): the computation
-    and communication streams of its schedule, in ms; the computation's idle gaps are the exposed
-    communication."""
-    lanes = {"communication": (PALETTE["orange"], 1), "compute": (PALETTE["blue"], 0)}
+    """One Gantt chart per predicted step (name -> zerobook.perfmodel.Prediction): its schedule's
+    computation and communication, each in its lane (on a host without overlap both ran on one
+    stream, one after the other), in ms; the computation's idle gaps are the exposed communication."""
     fig, axes = plt.subplots(len(predictions), 1, sharex=True, figsize=(8, 1.5 * len(predictions) + 0.7),
                              squeeze=False)
     for ax, (name, p) in zip(axes[:, 0], predictions.items()):
-        for span in p.timeline:
-            color, y = lanes[span.stream]
-            ax.broken_barh([(span.start * 1e3, (span.end - span.start) * 1e3)], (y + 0.1, 0.8), color=color,
-                           edgecolor="white", linewidth=0.3)
-        ax.set(yticks=[0.5, 1.5], yticklabels=["computation", "communication"],
-               title=f"{name}: {p.step_s * 1e3:.0f} ms, {p.exposed_comm_s * 1e3:.0f} ms of it waiting")
-        ax.grid(True, axis="x", alpha=0.3)
+        gantt(ax, predicted_bars(p))
+        ax.set_title(f"{name}: {p.step_s * 1e3:.0f} ms, {p.exposed_comm_s * 1e3:.0f} ms of it waiting")
     axes[-1, 0].set_xlabel("time since the step began (ms)")
+    fig.tight_layout()
+    return fig
+
+
+def predicted_bars(prediction) -> list[tuple[str, float, float]]:
+    """(lane, start, end) of each span of a predicted step: "computation" or "communication"."""
+    from zerobook.perfmodel import COMPUTATIONS
+
+    return [("computation" if s.what in COMPUTATIONS else "communication", s.start, s.end) for s in prediction.timeline]
+
+
+def gantt(ax, bars) -> None:
+    """Bars (lane, start s, end s, ...) in two lanes, in ms."""
+    lanes = {"communication": (PALETTE["orange"], 1), "computation": (PALETTE["blue"], 0)}
+    for lane, start, end, *_ in bars:
+        color, y = lanes[lane]
+        ax.broken_barh([(start * 1e3, (end - start) * 1e3)], (y + 0.1, 0.8), color=color, edgecolor="white",
+                       linewidth=0.3)
+    ax.set(yticks=[0.5, 1.5], yticklabels=["computation", "communication"])
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def measured_beside_predicted(bars, prediction, label: str):
+    """A step as timed here (zerobook.zero.timeline.timeline_bars: the blocks' gathers, computation
+    and reduce-scatters) above the model's schedule of the same step, on one time axis (ms)."""
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(8, 3.4))
+    gantt(top, bars)
+    first, last = min(b[1] for b in bars), max(b[2] for b in bars)
+    top.set_title(f"measured ({label}): blocks from the first gather to the last reduce, {(last - first) * 1e3:.0f} ms")
+    gantt(bottom, predicted_bars(prediction))
+    bottom.set_title(f"predicted: the whole step (root and optimizer too), {prediction.step_s * 1e3:.0f} ms")
+    bottom.set_xlabel("time since the step began (ms)")
     fig.tight_layout()
     return fig

@@ -3,7 +3,9 @@
 `stage_explorer()` is self-contained HTML and JavaScript (no CDN, no kernel): it stays interactive in
 the built book and in Jupyter. `stage_explorer_live()` is the ipywidgets version, computed by
 `zerobook.memory` in the kernel. `step_explorer()` draws zerobook.perfmodel's predicted step for
-the sharding, N and batch chosen in its menus, every combination predicted in Python beforehand.
+the model, GPUs, N, sharding, batch and recomputation chosen in its menus, predicted in the page by
+a JavaScript port of predict_step (zerobook/assets/perfmodel.js, tested equal to the Python);
+`step_explorer_live()` is its ipywidgets twin, predicted in the kernel.
 """
 from __future__ import annotations
 
@@ -82,47 +84,50 @@ def html_table(headers, rows, caption: str = "") -> HTML:
     return HTML(f'<table class="table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
-STEP_METHODS = {  # label -> (stage, prefetch, shard group: None for all ranks)
+STEP_METHODS = {  # label -> (stage, prefetch, shard group: None for all ranks, "node" for each node's GPUs)
     "DDP": (0, True, None), "ZeRO-1": (1, True, None), "ZeRO-2": (2, True, None),
     "ZeRO-3 + prefetch": (3, True, None), "ZeRO-3, no prefetch": (3, False, None),
-    "HSDP (ZeRO-3 in each node)": (3, True, 8),
+    "HSDP (ZeRO-3 in each node)": (3, True, "node"),
 }
+STEP_CHOICES = {  # each step explorer's menus: name -> options
+    "per_node": [8, 4], "n": [8, 16, 64, 256, 1024], "batch": [1, 2, 4, 8], "seq": [2048, 4096, 8192],
+    "recompute": ["none", "selective", "full"],
+}
+STEP_DEFAULTS = {"per_node": 8, "n": 64, "batch": 1, "seq": 8192, "recompute": "selective"}
 
 
-def step_record(prediction, memory_gb: float) -> dict:
-    """What the step explorer draws of one prediction: its numbers exactly, and its spans (stream
-    'compute' or 'communication', start, end: seconds, rounded to 0.1 ms for drawing)."""
-    spans = [[s.stream, round(s.start * 1e4) / 1e4, round(s.end * 1e4) / 1e4] for s in prediction.timeline]
-    return dict(step_s=prediction.step_s, compute_s=prediction.compute_s, exposed_comm_s=prediction.exposed_comm_s,
-                mfu=prediction.mfu, peak_memory_bytes=prediction.peak_memory_bytes, fits=prediction.fits,
-                summary=step_summary(prediction, memory_gb), spans=spans)
-
-
-def step_explorer(model=None, hardware=None, world_sizes=(8, 64), batches=(1, 4), seq_len: int = 8192,
-                  checkpointing: str = "selective", method: str = "ZeRO-3 + prefetch") -> HTML:
-    """Menus for the sharding, N and sequences per GPU: zerobook.perfmodel's predicted step as two
-    streams. Every combination is predicted here (in Python) and embedded, so the page needs no
-    kernel and shows exactly the numbers predict_step gives."""
-    from zerobook.hardware import H100_NODE
-    from zerobook.perfmodel import LLAMA3_8B, predict_step
-
-    model, hardware = model or LLAMA3_8B, hardware or H100_NODE
+def step_arguments(method: str, n: int, per_node: int, batch: int, seq: int, recompute: str) -> dict:
+    """The menus' choice as predict_step's keyword arguments (HSDP: one shard group per node)."""
     if method not in STEP_METHODS:
         raise ValueError(f"method must be one of {list(STEP_METHODS)}, got {method!r}")
-    steps = {}
-    for label, (stage, prefetch, group) in STEP_METHODS.items():
-        for n in world_sizes:
-            for batch in batches:
-                p = predict_step(model, hardware, world_size=n, gpus_per_node=hardware.gpus_per_node, stage=stage,
-                                 micro_batch=batch, seq_len=seq_len, activation_checkpointing=checkpointing,
-                                 prefetch=prefetch, shard_group=group if group and group < n else None,
-                                 allow_oom=True)
-                steps[f"{label}|{n}|{batch}"] = step_record(p, hardware.memory_bytes / 1e9)
-    options = lambda values, chosen: "".join(
-        f'<option value="{v}"{" selected" if v == chosen else ""}>{v}</option>' for v in values)
-    fills = {"__ID__": f"zb-step-{uuid.uuid4().hex[:8]}", "__METHOD_OPTIONS__": options(STEP_METHODS, method),
-             "__N_OPTIONS__": options(world_sizes, world_sizes[-1]), "__BATCH_OPTIONS__": options(batches, batches[0]),
-             "__STEPS__": json.dumps(steps)}
+    stage, prefetch, group = STEP_METHODS[method]
+    return dict(world_size=n, gpus_per_node=per_node, stage=stage, prefetch=prefetch, micro_batch=batch,
+                seq_len=seq, activation_checkpointing=None if recompute == "none" else recompute,
+                shard_group=per_node if group == "node" and per_node < n else None)
+
+
+def step_explorer(model: str = "Llama 3 8B", hardware: str = "H100", method: str = "ZeRO-3 + prefetch",
+                  **chosen) -> HTML:
+    """Menus for the model, GPUs, GPUs per node, N, sharding, sequences per GPU, their length and
+    the recomputation: the predicted step as two streams and the memory per GPU against the
+    device's. Self-contained HTML: zerobook/assets/perfmodel.js (predict_step, line for line)
+    predicts each choice in the page, so it needs neither kernel nor network. `chosen` overrides
+    STEP_DEFAULTS (names as in STEP_CHOICES)."""
+    from dataclasses import asdict
+
+    from zerobook.hardware import PRESETS
+    from zerobook.perfmodel import MODELS
+
+    menus = {**STEP_DEFAULTS, **chosen}
+    step_arguments(method, **menus)  # a clear error for a bad choice
+    options = lambda values, picked: "".join(
+        f'<option value="{v}"{" selected" if v == picked else ""}>{v}</option>' for v in values)
+    fills = {"__ID__": f"zb-step-{uuid.uuid4().hex[:8]}", "__MODEL_OPTIONS__": options(MODELS, model),
+             "__HARDWARE_OPTIONS__": options(PRESETS, hardware), "__METHOD_OPTIONS__": options(STEP_METHODS, method),
+             **{f"__{k.upper()}_OPTIONS__": options(v, menus[k]) for k, v in STEP_CHOICES.items()},
+             "__PERFMODEL_JS__": resources.files("zerobook").joinpath("assets/perfmodel.js").read_text(),
+             "__DATA__": json.dumps({"models": {k: asdict(m) for k, m in MODELS.items()},
+                                     "hardware": {k: asdict(h) for k, h in PRESETS.items()}, "methods": STEP_METHODS})}
     html = resources.files("zerobook").joinpath("assets/step_explorer.html").read_text()
     for key, value in fills.items():
         html = html.replace(key, value)
@@ -150,21 +155,20 @@ def step_explorer_live():
 
     controls = {"model": w.Dropdown(options=list(MODELS), value="Llama 3 8B", description="model"),
                 "hardware": w.Dropdown(options=list(PRESETS), description="GPUs"),
-                "n": w.Dropdown(options=[8, 16, 64, 256, 1024], value=64, description="N"),
+                "per_node": w.Dropdown(options=STEP_CHOICES["per_node"], value=STEP_DEFAULTS["per_node"],
+                                       description="per node"),
+                "n": w.Dropdown(options=STEP_CHOICES["n"], value=STEP_DEFAULTS["n"], description="N"),
                 "method": w.Dropdown(options=list(STEP_METHODS), value="ZeRO-3 + prefetch", description="sharding"),
-                "batch": w.Dropdown(options=[1, 2, 4, 8], description="sequences"),
-                "seq": w.Dropdown(options=[2048, 4096, 8192], value=8192, description="tokens each"),
-                "recompute": w.Dropdown(options=[None, "selective", "full"], value="selective",
+                "batch": w.Dropdown(options=STEP_CHOICES["batch"], value=STEP_DEFAULTS["batch"], description="sequences"),
+                "seq": w.Dropdown(options=STEP_CHOICES["seq"], value=STEP_DEFAULTS["seq"], description="tokens each"),
+                "recompute": w.Dropdown(options=STEP_CHOICES["recompute"], value=STEP_DEFAULTS["recompute"],
                                         description="recompute")}
     label, picture = w.Label(), w.Output()
 
     def update(_=None):
         c = {k: v.value for k, v in controls.items()}
-        hardware, (stage, prefetch, group) = PRESETS[c["hardware"]], STEP_METHODS[c["method"]]
-        p = predict_step(MODELS[c["model"]], hardware, world_size=c["n"], gpus_per_node=hardware.gpus_per_node,
-                         stage=stage, micro_batch=c["batch"], seq_len=c["seq"], prefetch=prefetch,
-                         activation_checkpointing=c["recompute"], shard_group=group if group and group < c["n"] else None,
-                         allow_oom=True)
+        hardware, model = PRESETS[c.pop("hardware")], MODELS[c.pop("model")]
+        p = predict_step(model, hardware, **step_arguments(**c), allow_oom=True)
         label.value = step_summary(p, hardware.memory_bytes / 1e9)
         with picture:
             picture.clear_output(wait=True)

@@ -21,6 +21,7 @@ from zerobook.perfmodel.step import OPTIMIZER_BYTES_PER_ELEMENT, Layout, StepPro
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 ALLOCATOR_MARGIN = 0.10  # the caching allocator's fragmentation and the kernels' workspace: an assumption
 LOGIT_BYTES = 2 + 4  # per token per vocabulary entry: the 16-bit logits and the fp32 copy the loss takes
+COMPUTATIONS = ("forward", "backward", "optimizer step")  # a span's `what` when it computes; else it communicates
 
 __all__ = ["GPT3_175B", "LLAMA3_70B", "LLAMA3_8B", "MODELS", "ModelSpec", "Prediction", "predict_step"]
 
@@ -85,19 +86,24 @@ def peak_memory(model: ModelSpec, stage: int, group: int, tokens: int, checkpoin
 
 def predict_step(model: ModelSpec, hardware, *, world_size: int, gpus_per_node: int, stage: int,
                  micro_batch: int, seq_len: int, activation_checkpointing=None, prefetch: bool = True,
-                 dtype: str = "bf16", shard_group: int | None = None, allow_oom: bool = False) -> Prediction:
+                 dtype: str = "bf16", shard_group: int | None = None, allow_oom: bool = False,
+                 bucket_params: int | None = None) -> Prediction:
     """One training step of `model` on `world_size` GPUs of `hardware` in nodes of
     `gpus_per_node`: DDP (stage 0) or ZeRO stage 1-3 sharding over all ranks, or over groups of
     `shard_group` (HSDP: replicated across groups). `micro_batch` sequences of `seq_len` tokens
-    per GPU. Raises ValueError on bad input, and when the step does not fit in the GPU's memory
-    (unless allow_oom: then `fits` says so)."""
+    per GPU. Stages 0-2 reduce gradients per unit, or in buckets of `bucket_params` elements (DDP
+    and our ZeRO-1/2; stage 3 always per unit). Raises ValueError on bad input, and when the step
+    does not fit in the GPU's memory (unless allow_oom: then `fits` says so)."""
     check(model, hardware, world_size, gpus_per_node, stage, micro_batch, seq_len, activation_checkpointing,
           dtype, shard_group)
+    if bucket_params is not None and not (isinstance(bucket_params, int) and bucket_params >= 1):
+        raise ValueError(f"bucket_params must be a positive integer or None, got {bucket_params!r}")
     group = shard_group or world_size
     layout, tokens = Layout(world_size, gpus_per_node, group), micro_batch * seq_len
     shard = model.num_params() / (group if stage else 1)
     times = step_times(model, hardware, tokens, seq_len, activation_checkpointing, shard)
-    program = StepProgram(model, hardware, layout, stage, times, ELEMENT_BYTES[dtype], prefetch).build()
+    program = StepProgram(model, hardware, layout, stage, times, ELEMENT_BYTES[dtype], prefetch,
+                          bucket_params).build()
     timeline = program.schedule()
     memory_terms = peak_memory(model, stage, group, tokens, activation_checkpointing, prefetch)
     peak, fits = sum(memory_terms.values()), sum(memory_terms.values()) <= hardware.memory_bytes
@@ -112,7 +118,7 @@ def summarize(model, hardware, timeline: list[Span], tokens: int, seq_len: int, 
     """Busy times per stream, the step's length, what the computation waited for, MFU."""
     busy = {"compute": 0.0, "communication": 0.0}
     for span in timeline:
-        kind = "compute" if span.what in ("forward", "backward", "optimizer step") else "communication"
+        kind = "compute" if span.what in COMPUTATIONS else "communication"
         busy[kind] += span.end - span.start
     step = max(span.end for span in timeline)
     mfu = model.flops_per_token(seq_len) * tokens / (step * hardware.peak_flops)

@@ -6,8 +6,11 @@ hardware.sustained), its backward twice that (plus a forward again under full re
 collective over k ranks of S bytes is a ring: (k-1) alpha + (k-1)/k S / B for a reduce-scatter or
 an all-gather, twice that for an all-reduce, with B the NVLink bandwidth when the k ranks share a
 node and the network's otherwise (a ring that leaves the node goes at the pace of its slowest
-link). The optimizer's step reads and writes every shard element's 28 bytes (fp32 master,
-momentum and variance, the gradient, the 16-bit copy) at HBM bandwidth.
+link); a reduce-scatter takes hardware.reduce_scatter x an all-reduce's time (a ring's half;
+gloo's reduce-scatter is an all-reduce and copies: more than 1). Gradients are reduced one collective per unit (FSDP's way), or, given
+`bucket_params`, in buckets of that many as backward fills them (DDP's and our ZeRO-1/2's way: a
+bucket's latency is paid per bucket). The optimizer's step reads and writes every shard element's
+28 bytes (fp32 master, momentum and variance, the gradient, the 16-bit copy) at HBM bandwidth.
 """
 from __future__ import annotations
 
@@ -38,6 +41,12 @@ class Layout:
         return hardware.intra_alpha, hardware.intra_bandwidth
 
 
+def bucket_sizes(params: int, bucket_params: int) -> list[int]:
+    """`params` elements cut into buckets of `bucket_params` (the last one what is left)."""
+    full, rest = divmod(params, bucket_params)
+    return [bucket_params] * full + ([rest] if rest else [])
+
+
 def ring_seconds(kind: str, size: float, ranks: int, alpha: float, bandwidth: float) -> float:
     """A ring collective of `size` bytes (the whole buffer) over `ranks` ranks."""
     if ranks == 1:
@@ -50,9 +59,10 @@ class StepProgram:
     """Builds one step's program for a stage; `unit_bytes` and `compute` give sizes and times."""
 
     def __init__(self, spec, hardware, layout: Layout, stage: int, times: dict, element_bytes: int,
-                 prefetch: bool):
+                 prefetch: bool, bucket_params: int | None = None):
         self.spec, self.hardware, self.layout, self.stage = spec, hardware, layout, stage
         self.times, self.element_bytes, self.prefetch = times, element_bytes, prefetch
+        self.bucket_params = None if stage == 3 else bucket_params
         self.program = Program(hardware.overlap)
 
     def collective(self, kind: str, unit: str, params: int, *deps):
@@ -65,6 +75,9 @@ class StepProgram:
         else:
             ranks, spans = layout.shard_group, layout.shard_group > layout.gpus_per_node
         seconds = ring_seconds(kind, size, ranks, *layout.link(self.hardware, ranks, spans))
+        if kind == "reduce_scatter":  # hardware.reduce_scatter x the all-reduce (a ring: exactly the ring's)
+            seconds = self.hardware.reduce_scatter * ring_seconds("all_reduce", size, ranks,
+                                                                  *layout.link(self.hardware, ranks, spans))
         op = self.program.add("communication", kind.replace("_", "-"), unit, seconds, *deps)
         if kind == "reduce_scatter" and layout.replicas > 1:
             shard = size / layout.shard_group
@@ -99,19 +112,33 @@ class StepProgram:
         compute, reduce; DDP all-reduces and ZeRO-1/2 reduce-scatter each block's gradients as
         soon as they are ready. One communication stream: a reduce-scatter and a gather do not
         share the links at once (FSDP2 gives them two streams; the bandwidth is shared anyway)."""
-        t, reduces, blocks = self.times, [], self.spec.layers
+        t, blocks = self.times, self.spec.layers
         previous = self.compute("backward", "root", t["root_backward"], ("end", last_forward))
-        kind = "all_reduce" if self.stage == 0 else "reduce_scatter"
+        self.reduces, self.pending = [], 0
         gather = self.regather(blocks - 1, previous)
         for k in reversed(range(blocks)):
             deps = [("end", previous)] + ([("end", gather)] if gather else [])
             previous = self.compute("backward", f"blocks.{k}", t["block_backward"], *deps)
             gather = self.regather(k - 1, previous) if self.prefetch else None
-            reduces.append(self.collective(kind, f"blocks.{k}", self.spec.block_params(), ("end", previous)))
+            self.reduce(f"blocks.{k}", self.spec.block_params(), previous)
             if not self.prefetch:
                 gather = self.regather(k - 1, previous)
-        reduces.append(self.collective(kind, "root", self.spec.root_params(), ("end", previous)))
-        return reduces
+        self.reduce("root", self.spec.root_params(), previous, last=True)
+        return self.reduces
+
+    def reduce(self, unit: str, params: int, ready, last: bool = False) -> None:
+        """The gradients of `unit` are ready when `ready` ends: reduce them (all-reduce for DDP,
+        reduce-scatter for ZeRO), as one collective, or into buckets — a full bucket goes at
+        once, the last partial one after the last unit."""
+        kind = "all_reduce" if self.stage == 0 else "reduce_scatter"
+        if self.bucket_params is None:
+            self.reduces.append(self.collective(kind, unit, params, ("end", ready)))
+            return
+        self.pending += params
+        while self.pending >= self.bucket_params or (last and self.pending):
+            size = min(self.pending, self.bucket_params)
+            self.reduces.append(self.collective(kind, f"bucket {len(self.reduces)}", size, ("end", ready)))
+            self.pending -= size
 
     def regather(self, k: int, previous):
         """Stage 3's backward all-gather of block k, issued when `previous` starts (prefetch) or
@@ -126,7 +153,8 @@ class StepProgram:
         reduces = self.backward(forward[-1])
         step = self.compute("optimizer step", "all", self.times["optimizer"], *[("end", r) for r in reduces])
         if self.stage in (1, 2):  # the updated 16-bit shards back to every rank of the group
-            self.collective("all_gather", "all", self.spec.num_params(), ("end", step))
+            for b, size in enumerate(bucket_sizes(self.spec.num_params(), self.bucket_params or self.spec.num_params())):
+                self.collective("all_gather", f"bucket {b}" if self.bucket_params else "all", size, ("end", step))
         return self.program
 
 

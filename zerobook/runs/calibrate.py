@@ -7,8 +7,9 @@ zerobook.perfmodel.
 compute: forward and backward of the course's GPT on `--batch` sequences, without any collective
 (FLOP/s from the model's own count, forward x 3); optimizer: one AdamW step over a tensor of
 Psi / N elements (seconds per element); communication: all-reduce (SUM) of sizes from 4 KiB to
-16 MiB, fitted to the ring's t = 2(N-1) alpha + 2(N-1)/N S beta (zerobook.traffic). Each timing is
-the median of `--repeats`.
+16 MiB, fitted to the ring's t = 2(N-1) alpha + 2(N-1)/N S beta (zerobook.traffic), and the
+reduce-scatter of the same buffers over the all-reduce (a ring's is half; gloo's is an all-reduce
+and a copy: about 1). Each timing is the median of `--repeats`.
 """
 import argparse
 import statistics
@@ -53,10 +54,26 @@ def optimizer_seconds(elements: int, repeats: int, device: str) -> float:
     return median_seconds(optimizer.step, repeats, device)
 
 
-def all_reduce_fit(repeats: int, me: zb.Rank) -> dict:
-    ones = {size: torch.ones(size // 4, device=me.device) for size in SIZES}
-    seconds = [median_seconds(lambda n=size: dist.all_reduce(ones[n]), repeats, me.device) for size in SIZES]
-    return fit_alpha_beta(SIZES, seconds, me.world_size) if me.world_size > 1 else {"alpha": 0.0, "beta": 0.0}
+def collective_seconds(repeats: int, me: zb.Rank) -> dict:
+    """Median seconds of an all-reduce (SUM) of each size in SIZES, and of a reduce-scatter of
+    the same buffer (size bytes in, size/N out), on every rank at once."""
+    full = {size: torch.ones(size // 4, device=me.device) for size in SIZES}
+    shard = {size: torch.empty(size // 4 // me.world_size, device=me.device) for size in SIZES}
+    time_all = lambda op: [median_seconds(lambda n=size: op(n), repeats, me.device) for size in SIZES]
+    return {"all_reduce": time_all(lambda n: dist.all_reduce(full[n])),
+            "reduce_scatter": time_all(lambda n: dist.reduce_scatter_tensor(shard[n], full[n]))}
+
+
+def communication(repeats: int, me: zb.Rank) -> dict:
+    """The all-reduce's alpha-beta fit, and the reduce-scatter's time over the all-reduce's at
+    the largest sizes (1 MiB and up), median of their ratios."""
+    if me.world_size == 1:
+        return {"all_reduce": {"alpha": 0.0, "beta": 0.0}, "reduce_scatter_over_all_reduce": None}
+    seconds = collective_seconds(repeats, me)
+    large = [k for k, size in enumerate(SIZES) if size >= 2**20]
+    ratio = statistics.median(seconds["reduce_scatter"][k] / seconds["all_reduce"][k] for k in large)
+    return {"all_reduce": fit_alpha_beta(SIZES, seconds["all_reduce"], me.world_size),
+            "reduce_scatter_over_all_reduce": ratio}
 
 
 def main() -> None:
@@ -72,7 +89,8 @@ def main() -> None:
     zb.report(compute_seconds=compute_seconds(config, cli.batch, cli.repeats, me.device),
               optimizer_seconds={n: optimizer_seconds(psi // n, cli.repeats, me.device)
                                  for n in sorted({1, me.world_size})},
-              all_reduce=all_reduce_fit(cli.repeats, me), num_params=psi, world_size=me.world_size)
+              **communication(cli.repeats, me), backend=dist.get_backend(), num_params=psi,
+              world_size=me.world_size)
 
 
 if __name__ == "__main__":

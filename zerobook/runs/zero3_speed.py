@@ -7,8 +7,9 @@ with forward and backward ("pre") prefetch, FSDP2 with its defaults, FSDP2 with 
 and backward prefetch of the next block. Methods take turns, `--steps` timed steps each per
 round. Reported: median seconds per step, the CUDA allocator's peak per method on a GPU (None on
 CPU, which has no allocator statistics), the bytes of weights, gradients and optimizer state kept
-per rank (counted on the tensors), and, from our no-prefetch run's events, the time spent
-waiting for communication and computing (for the overlap efficiency).
+per rank (counted on the tensors), and, from our no-prefetch run's events, one step's timeline
+(zerobook.zero.timeline.timeline_bars) and the time spent waiting for communication and computing
+(for the overlap efficiency).
 """
 import argparse
 import statistics
@@ -121,7 +122,7 @@ def main() -> None:
     bars = timeline_bars(built["ours"][1].events)
     lanes = {lane: sum(end - start for kind, start, end, _ in bars if kind == lane)
              for lane in ("communication", "computation")}
-    zb.report(median={m: statistics.median(s) for m, s in times.items()}, lanes=lanes, machine=machine,
+    zb.report(median={m: statistics.median(s) for m, s in times.items()}, lanes=lanes, bars=bars, machine=machine,
               peak={m: peak_bytes(*built[m], batch) for m in METHODS},
               kept={m: bytes_kept(*built[m], batch) for m in METHODS},
               num_params=sum(p.numel() for p in GPT(config).parameters()), backend=me.backend,

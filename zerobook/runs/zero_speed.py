@@ -23,7 +23,7 @@ from zerobook.training import timed_steps
 from zerobook.zero import Zero1AdamW, Zero2AdamW
 
 METHODS = ["ddp", "zero_ro", "zero1", "zero2_overlap", "zero2_no_overlap"]
-BUCKET_NUMEL = 2**18  # 1 MiB of fp32, torch DDP's first-bucket size
+BUCKET_NUMEL = 2**18  # 1 MiB of fp32, torch DDP's first-bucket size (the performance model's ZERO2_BUCKET_NUMEL)
 
 
 def build(method: str, config: GPTConfig, device: str):

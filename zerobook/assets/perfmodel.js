@@ -1,0 +1,155 @@
+// zerobook.perfmodel's predict_step, line for line in JavaScript, for the book's static step
+// explorer (no kernel, no network). Every sum is taken in the Python's order, so the numbers are
+// the same doubles: tests/test_widgets.py runs both on a sample of the explorer's menus in
+// Chromium and asserts equality. Left out (the explorer does not offer them): gradient buckets
+// (bucket_params) and dtypes other than 16-bit. Keep it in step with zerobook/perfmodel.
+(function () {
+  const OPTIMIZER_BYTES_PER_ELEMENT = 28, ALLOCATOR_MARGIN = 0.10, LOGIT_BYTES = 2 + 4, ELEMENT_BYTES = 2;
+
+  // zerobook.perfmodel.models.ModelSpec: m has its fields (layers, hidden, heads, kv_heads, ...).
+  const kvDim = (m) => Math.floor(m.hidden / m.heads) * m.kv_heads;
+  const blockMatmulParams = (m) => 2 * m.hidden * m.hidden + 2 * m.hidden * kvDim(m) + (m.gated ? 3 : 2) * m.hidden * m.ffn;
+  function blockParams(m) {
+    const h = m.hidden;
+    const biases = m.biases ? 2 * h + 2 * kvDim(m) + (m.gated ? 2 : 1) * m.ffn + h : 0;
+    return blockMatmulParams(m) + biases + 2 * m.norm_params * h;
+  }
+  const rootParams = (m) => (m.tied ? 1 : 2) * m.vocab * m.hidden + m.positions * m.hidden + m.norm_params * m.hidden;
+  const numParams = (m) => m.layers * blockParams(m) + rootParams(m);
+  const lookupParams = (m) => (m.tied ? 0 : m.vocab * m.hidden) + m.positions * m.hidden;
+  const flopsPerToken = (m, seq) => 6 * (numParams(m) - lookupParams(m)) + 12 * m.layers * m.hidden * seq;
+  const blockForwardFlops = (m, tokens, seq) => 2 * blockMatmulParams(m) * tokens + 4 * m.hidden * seq * tokens;
+  const rootForwardFlops = (m, tokens) => 2 * m.vocab * m.hidden * tokens;
+  function blockActivationBytes(m, tokens, checkpointing) {
+    const h = m.hidden, f = m.ffn;
+    if (checkpointing === "full") return 2 * h * tokens;
+    if (checkpointing === "selective") return (2 * (3 * h + f) + 2 * h + 4 * kvDim(m)) * tokens;
+    return (12 * h + 4 * kvDim(m) + 2 * (m.gated ? 4 : 2) * f) * tokens;
+  }
+
+  // zerobook.perfmodel.step: a ring of `ranks` over a link.
+  function ringSeconds(kind, size, ranks, alpha, bandwidth) {
+    if (ranks === 1) return 0.0;
+    const steps = kind === "all_reduce" ? 2 : 1;
+    return steps * ((ranks - 1) * alpha + (ranks - 1) / ranks * size / bandwidth);
+  }
+  const link = (hw, spans) => (spans ? [hw.inter_alpha, hw.inter_bandwidth] : [hw.intra_alpha, hw.intra_bandwidth]);
+
+  // zerobook.perfmodel.schedule.Program
+  function schedule(ops) {
+    const queues = new Map();
+    ops.forEach((op) => { if (!queues.has(op.stream)) queues.set(op.stream, []); queues.get(op.stream).push(op); });
+    const free = new Map([...queues.keys()].map((s) => [s, 0.0]));
+    while ([...queues.values()].some((q) => q.length)) {
+      let progressed = false;
+      for (const [stream, queue] of queues) {
+        while (queue.length && queue[0].deps.every(([, d]) => d.start !== null)) {
+          const op = queue.shift();
+          op.start = Math.max(free.get(stream), ...op.deps.map(([kind, d]) => (kind === "end" ? d.start + d.seconds : d.start)));
+          free.set(stream, op.start + op.seconds);
+          progressed = true;
+        }
+      }
+      if (!progressed) throw new Error("the step's operations wait on each other: a cycle in the program");
+    }
+    return ops.map((o) => ({stream: o.stream, what: o.what, unit: o.unit, start: o.start, end: o.start + o.seconds}))
+      .sort((a, b) => a.start - b.start);
+  }
+
+  // zerobook.perfmodel.step.StepProgram, for stage 0-3, prefetch or not, HSDP (group < N).
+  function program(m, hw, layout, stage, t, prefetch) {
+    const ops = [];
+    const add = (stream, what, unit, seconds, ...deps) => {
+      const op = {stream: hw.overlap ? stream : "compute", what, unit, seconds, deps, start: null};
+      ops.push(op);
+      return op;
+    };
+    const replicas = Math.floor(layout.n / layout.group);
+    function collective(kind, unit, params, ...deps) {
+      const size = params * ELEMENT_BYTES;
+      const [ranks, spans] = kind === "all_reduce" ? [layout.n, layout.n > layout.perNode] : [layout.group, layout.group > layout.perNode];
+      let seconds = ringSeconds(kind, size, ranks, ...link(hw, spans));
+      if (kind === "reduce_scatter") seconds = hw.reduce_scatter * ringSeconds("all_reduce", size, ranks, ...link(hw, spans));
+      let op = add("communication", kind.replace("_", "-"), unit, seconds, ...deps);
+      if (kind === "reduce_scatter" && replicas > 1) {
+        const across = ringSeconds("all_reduce", size / layout.group, replicas, ...link(hw, layout.n > layout.perNode));
+        op = add("communication", "all-reduce (replicas)", unit, across, ["end", op]);
+      }
+      return op;
+    }
+    const compute = (what, unit, seconds, ...deps) => add("compute", what, unit, seconds, ...deps);
+    // forward
+    let previous = null;
+    const gatherRoot = stage === 3 ? collective("all_gather", "root", rootParams(m)) : null;
+    for (let k = 0; k < m.layers; k++) {
+      const deps = previous ? [["end", previous]] : [];
+      if (stage === 3) {
+        const issue = previous === null ? [] : [[prefetch ? "start" : "end", previous]];
+        const gather = collective("all_gather", `blocks.${k}`, blockParams(m), ...issue);
+        deps.push(["end", gather]);
+        if (gatherRoot !== null && k === 0) deps.push(["end", gatherRoot]);
+      }
+      previous = compute("forward", `blocks.${k}`, t.block_forward, ...deps);
+    }
+    const lastForward = compute("forward", "root", t.root_forward, ["end", previous]);
+    // backward
+    const regather = (k, prev) => (stage !== 3 || k < 0 ? null
+      : collective("all_gather", `blocks.${k}`, blockParams(m), [prefetch ? "start" : "end", prev]));
+    const reduces = [], kind = stage === 0 ? "all_reduce" : "reduce_scatter";
+    previous = compute("backward", "root", t.root_backward, ["end", lastForward]);
+    let gather = regather(m.layers - 1, previous);
+    for (let k = m.layers - 1; k >= 0; k--) {
+      const deps = [["end", previous]].concat(gather ? [["end", gather]] : []);
+      previous = compute("backward", `blocks.${k}`, t.block_backward, ...deps);
+      gather = prefetch ? regather(k - 1, previous) : null;
+      reduces.push(collective(kind, `blocks.${k}`, blockParams(m), ["end", previous]));
+      if (!prefetch) gather = regather(k - 1, previous);
+    }
+    reduces.push(collective(kind, "root", rootParams(m), ["end", previous]));
+    const step = compute("optimizer step", "all", t.optimizer, ...reduces.map((r) => ["end", r]));
+    if (stage === 1 || stage === 2) collective("all_gather", "all", numParams(m), ["end", step]);
+    return ops;
+  }
+
+  function stepTimes(m, hw, tokens, seq, checkpointing, shardElements) {
+    const rate = hw.peak_flops * hw.sustained;
+    const forward = blockForwardFlops(m, tokens, seq) / rate, root = rootForwardFlops(m, tokens) / rate;
+    const recompute = checkpointing === "full" ? forward : 0.0;
+    return {block_forward: forward, block_backward: 2 * forward + recompute, root_forward: root,
+            root_backward: 2 * root, optimizer: shardElements * OPTIMIZER_BYTES_PER_ELEMENT / hw.memory_bandwidth};
+  }
+
+  function peakMemory(m, stage, group, tokens, checkpointing, prefetch) {
+    const psi = numParams(m), n = group;  // zerobook.memory.model_state_bytes, the ZeRO paper's 2 + 2 + 12
+    const states = (stage >= 3 ? 2 / n : 2) * psi + (stage >= 2 ? 2 / n : 2) * psi + (stage >= 1 ? 12 / n : 12) * psi;
+    const terms = {"model states": states, activations: m.layers * blockActivationBytes(m, tokens, checkpointing),
+                   logits: tokens * m.vocab * LOGIT_BYTES};
+    if (checkpointing === "full") terms.activations += blockActivationBytes(m, tokens, null);
+    if (stage === 3) terms["gathered units"] = 2 * (rootParams(m) + (prefetch ? 2 : 1) * blockParams(m));
+    terms["allocator margin"] = ALLOCATOR_MARGIN * Object.values(terms).reduce((a, b) => a + b, 0);
+    return terms;
+  }
+
+  // predict_step(m, hw, {world_size, gpus_per_node, stage, micro_batch, seq_len,
+  //                      activation_checkpointing, prefetch, shard_group})
+  function predictStep(m, hw, o) {
+    const group = o.shard_group || o.world_size, tokens = o.micro_batch * o.seq_len;
+    const shard = numParams(m) / (o.stage ? group : 1);
+    const t = stepTimes(m, hw, tokens, o.seq_len, o.activation_checkpointing, shard);
+    const layout = {n: o.world_size, perNode: o.gpus_per_node, group};
+    const timeline = schedule(program(m, hw, layout, o.stage, t, o.prefetch));
+    const memory = peakMemory(m, o.stage, group, tokens, o.activation_checkpointing, o.prefetch);
+    const peak = Object.values(memory).reduce((a, b) => a + b, 0);
+    const busy = {compute: 0.0, communication: 0.0};
+    for (const s of timeline) {
+      busy[["forward", "backward", "optimizer step"].includes(s.what) ? "compute" : "communication"] += s.end - s.start;
+    }
+    const step = Math.max(...timeline.map((s) => s.end));
+    const mfu = flopsPerToken(m, o.seq_len) * tokens / (step * hw.peak_flops);
+    return {compute_s: busy.compute, comm_s: busy.communication, exposed_comm_s: step - busy.compute, step_s: step,
+            peak_memory_bytes: peak, memory, mfu, tokens_per_second: tokens / step, fits: peak <= hw.memory_bytes,
+            timeline};
+  }
+
+  window.zerobook = Object.assign(window.zerobook || {}, {predictStep, numParams});
+})();
