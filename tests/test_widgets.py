@@ -163,6 +163,8 @@ def test_choosing_in_chromium_redraws_the_predicted_step_and_memory(tmp_path):
         assert len(bars) == sum(1 for s in chosen["timeline"] if s[0] == "communication")
         terms = root.find_elements("css selector", "rect[data-term]")
         assert [t.get_attribute("data-term") for t in terms] == list(chosen["memory"])
+        legend = root.find_element("css selector", "[data-out=memory]").text
+        assert all(f"{term} {b / 1e9:.1f} GB" in legend for term, b in chosen["memory"].items())
         summary = root.find_element("css selector", "[data-out=summary]").text
         assert f"Step {chosen['step_s']:.2f} s" in summary and f"in {A100_NODE.memory_bytes / 1e9:.0f} GB" in summary
         choose("model", "GPT-3 175B")
