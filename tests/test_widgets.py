@@ -1,4 +1,6 @@
-"""The stage explorer: the same numbers as zerobook.memory, live (ipywidgets) and in a browser."""
+"""The stage and step explorers: the same numbers as zerobook.memory and zerobook.perfmodel, live (ipywidgets) and in a browser."""
+from types import SimpleNamespace
+
 import pytest
 
 from browser import driver
@@ -164,7 +166,7 @@ def test_choosing_in_chromium_redraws_the_predicted_step_and_memory(tmp_path):
         terms = root.find_elements("css selector", "rect[data-term]")
         assert [t.get_attribute("data-term") for t in terms] == list(chosen["memory"])
         legend = root.find_element("css selector", "[data-out=memory]").text
-        assert all(f"{term} {b / 1e9:.1f} GB" in legend for term, b in chosen["memory"].items())
+        assert legend == widgets.memory_sentence(SimpleNamespace(memory=chosen["memory"]))  # the live one's words
         summary = root.find_element("css selector", "[data-out=summary]").text
         assert f"Step {chosen['step_s']:.2f} s" in summary and f"in {A100_NODE.memory_bytes / 1e9:.0f} GB" in summary
         choose("model", "GPT-3 175B")
@@ -183,7 +185,7 @@ def test_the_live_step_explorer_follows_its_controls():
 
     box = widgets.step_explorer_live()
     controls = {c.description: c for c in box.children if hasattr(c, "description") and c.description}
-    label = box.children[-2]
+    label, terms = box.children[-3:-1]
     first = label.value
     controls["model"].value, controls["GPUs"].value, controls["recompute"].value = "Llama 3 70B", "A100", "full"
     controls["per node"].value = 4
@@ -191,3 +193,4 @@ def test_the_live_step_explorer_follows_its_controls():
     p = predict_step(LLAMA3_70B, A100_NODE, world_size=64, gpus_per_node=4, stage=3, micro_batch=1, seq_len=8192,
                      activation_checkpointing="full", shard_group=4, allow_oom=True)
     assert label.value == widgets.step_summary(p, 80) != first
+    assert terms.value == widgets.memory_sentence(p)

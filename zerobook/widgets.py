@@ -142,6 +142,12 @@ def step_summary(p, memory_gb: float) -> str:
             f"in {memory_gb:.0f} GB.")
 
 
+def memory_sentence(p) -> str:
+    """The line both step explorers print under the step: the peak's terms, in GB."""
+    terms = ", ".join(f"{term} {bytes_ / 1e9:.1f} GB" for term, bytes_ in p.memory.items())
+    return f"Memory per GPU, left to right: {terms}."
+
+
 def step_explorer_live():
     """The step explorer as ipywidgets, every input free (model, hardware, N, sharding, sequences
     per GPU and their length, recomputation): needs a running kernel (it calls predict_step)."""
@@ -163,13 +169,13 @@ def step_explorer_live():
                 "seq": w.Dropdown(options=STEP_CHOICES["seq"], value=STEP_DEFAULTS["seq"], description="tokens each"),
                 "recompute": w.Dropdown(options=STEP_CHOICES["recompute"], value=STEP_DEFAULTS["recompute"],
                                         description="recompute")}
-    label, picture = w.Label(), w.Output()
+    label, terms, picture = w.Label(), w.Label(), w.Output()
 
     def update(_=None):
         c = {k: v.value for k, v in controls.items()}
         hardware, model = PRESETS[c.pop("hardware")], MODELS[c.pop("model")]
         p = predict_step(model, hardware, **step_arguments(**c), allow_oom=True)
-        label.value = step_summary(p, hardware.memory_bytes / 1e9)
+        label.value, terms.value = step_summary(p, hardware.memory_bytes / 1e9), memory_sentence(p)
         with picture:
             picture.clear_output(wait=True)
             figure = plots.prediction_chart({c["method"]: p})
@@ -179,4 +185,4 @@ def step_explorer_live():
     for control in controls.values():
         control.observe(update, names="value")
     update()
-    return w.VBox([*controls.values(), label, picture])
+    return w.VBox([*controls.values(), label, terms, picture])
