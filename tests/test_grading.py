@@ -114,7 +114,7 @@ def test_a_broken_notebook_scores_zero_with_a_reason_and_stops_nobody_else(grade
 
 
 def test_a_lab_submitted_without_its_source_notebook_is_an_error(tmp_path):
-    from zerobook.grading import grade
+    from zerobook.classroom import grade
 
     labs, root = tmp_path / "labs", tmp_path / "course"
     (labs / "gone").mkdir(parents=True)

@@ -145,6 +145,9 @@ def report(**values) -> None:
 
     Several calls merge (a later key wins). Run without `zb.torchrun`, the values are printed.
     """
+    from zerobook import report_guard
+
+    report_guard.check(sys._getframe(1))  # in a lab: only the harness reports (zerobook.report_guard)
     text = json.dumps(values, default=_jsonable)  # fails here, in the rank, on bad values
     folder = os.environ.get(REPORT_DIR_ENV)
     if not folder:
@@ -154,6 +157,7 @@ def report(**values) -> None:
     merged = json.loads(path.read_text()) if path.exists() else {}
     merged.update(json.loads(text))
     _write_atomically(path, json.dumps(merged))
+    report_guard.written(path, json.dumps(merged))
 
 
 def record_failure(summary: str, traceback_text: str, collective: str | None = None) -> None:

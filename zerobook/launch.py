@@ -95,7 +95,8 @@ def run_env(report_dir: str, run_id: str, debug: bool, collective_timeout, extra
 
 def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bool = False,
              collective_timeout: float | None = None, backend: str | None = None,
-             echo: bool = True, env: dict | None = None, max_restarts: int = 0) -> RunResult:
+             echo: bool = True, env: dict | None = None, max_restarts: int = 0,
+             sandbox: list | None = None) -> RunResult:
     """Launch `target` on `nproc` ranks and return their reports; raise LaunchError on failure.
 
     timeout: seconds for the whole run. debug: TORCH_DISTRIBUTED_DEBUG=DETAIL, so mismatched
@@ -103,7 +104,9 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
     may wait for its peers (default: zerobook.dist.DEFAULT_COLLECTIVE_TIMEOUT_S). backend: force
     "gloo" or "nccl". env: more environment variables for the ranks. max_restarts: let torchrun
     restart every rank this many times after a failure (elastic recovery); a run that recovers
-    returns normally, one that fails on its last attempt raises as usual.
+    returns normally, one that fails on its last attempt raises as usual. sandbox: run torchrun
+    and its ranks in zerobook.sandbox with these folders writable (and the run's report folder),
+    the current folder as theirs (grading: the student's code sees nothing else).
     """
     if nproc < 1:
         raise ValueError(f"zb.torchrun: nproc must be >= 1, got {nproc}")
@@ -115,9 +118,13 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         start, cpu = time.monotonic(), _children_cpu()
         stream = _Stream(echo)
         tokens = issue_tokens(report_dir, nproc, max_restarts + 1)
+        environment = run_env(report_dir, run_id, debug, collective_timeout, extra)
+        if sandbox is not None:
+            from zerobook import sandbox as box
+
+            command = box.command(command, writable=[report_dir, *sandbox], cwd=os.getcwd(), environ=environment)
         try:
-            _run(command, run_env(report_dir, run_id, debug, collective_timeout, extra),
-                 run_id, start + timeout, stream, target)
+            _run(command, environment, run_id, start + timeout, stream, target, limited=sandbox is not None)
         except KeyboardInterrupt:  # _run has stopped every process: say so in one line
             raise LaunchInterrupted(f"interrupted: stopped all {nproc} ranks of {target}") from None
         finally:
@@ -148,10 +155,14 @@ def _log_launch(target: str, nproc: int, args, seconds: float, cpu: float) -> No
                                 "by": os.environ.get("PYTEST_CURRENT_TEST", "")}) + "\n")
 
 
-def _run(command, env, run_id, deadline, stream, target) -> None:
-    """Start torchrun, stream its output until it exits; always leave no process behind."""
+def _run(command, env, run_id, deadline, stream, target, limited: bool = False) -> None:
+    """Start torchrun, stream its output until it exits; always leave no process behind.
+    limited: with the sandbox's per-process limits (zerobook.sandbox.LIMITS)."""
+    from zerobook.sandbox import set_limits
+
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+                            stdin=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=set_limits if limited else None)
     try:
         _pump(proc, deadline, stream)
     except _TimedOut:

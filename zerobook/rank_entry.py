@@ -33,6 +33,15 @@ def run_target(target: str, args: list[str]) -> None:
         runpy.run_module(target, run_name="__main__", alter_sys=True)
 
 
+def verify_report() -> None:
+    """A lab's report file must be exactly what zb.report wrote (zerobook.report_guard)."""
+    from zerobook.dist import REPORT_DIR_ENV, this_rank
+    from zerobook.report_guard import verify_written
+
+    if os.environ.get(REPORT_DIR_ENV):
+        verify_written(os.environ[REPORT_DIR_ENV], this_rank())
+
+
 def user_traceback(exc: BaseException) -> str:
     """The traceback of the target's own code: frames of this wrapper, runpy and torch left out."""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -72,6 +81,7 @@ def main(argv: list[str]) -> None:
     forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
     try:
         run_target(argv[0], argv[1:])
+        verify_report()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) and exc.code else 1
         fail(f"SystemExit: sys.exit({exc.code!r}) before the script finished",

@@ -25,6 +25,9 @@ def load_student(path: str):
     file = Path(path).resolve()
     if not file.is_file():
         raise FileNotFoundError(f"student file {path!r} not found: run the cell that writes it")
+    from zerobook import report_guard
+
+    report_guard.guard(sys._getframe(1).f_globals)  # from now on only the harness's own code reports
     spec = importlib.util.spec_from_file_location("student", file)
     module = importlib.util.module_from_spec(spec)
     sys.modules["student"] = module

@@ -1,0 +1,262 @@
+"""Grading a class: every submission in its own sandbox, scored by a clean run, never stopping the rest.
+
+    python -m zerobook.grading grade [--only LAB ...] [--jobs N] [--all] [--no-sandbox]
+
+For each submission (submitted/STUDENT/LAB/LAB.ipynb), new or changed since it was last graded
+(--all: every one): nbgrader autogrades it with the student's kernel in a sandbox
+(zerobook.sandbox: only that submission's folder, no network but loopback, nothing survives it);
+zerobook.clean_score re-runs every autograded test from the course's notebook, in a process the
+student's code never runs in; where the two disagree the clean score is written to the gradebook
+and the submission is flagged for the instructor; the feedback page is made without the hidden
+tests' source. A submission that cannot be graded (not a notebook, a dead kernel, a timeout)
+scores 0 with its reason in its feedback; everyone else is graded. grades.csv is written for
+everyone; the summary lists failures (exit status 1 if any) and flags.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zerobook import feedback
+
+COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
+STATE = "grading_state.json"  # lab -> student -> digest of what was graded (submission + course notebook)
+SUBMISSION_TIMEOUT_S = 1800  # one student's lab, autograde and clean run each (cells stop themselves sooner)
+QUIET = ("Checksum for grade cell", "has changed!")  # nbgrader's warning for every hidden test: noise
+MIN_PART_S = 45  # a launch's limit is never below this: above the collective timeout (30 s), which names a hang
+SLACK = 3  # x the reference's slowest launch on this machine
+CELL_SLACK_S = 30  # a test cell's own work beside its launches
+
+
+class StepFailed(RuntimeError):
+    """An nbgrader command failed; the message is the end of what it printed."""
+
+
+@dataclass
+class Outcome:
+    """One submission's grading: the reason it could not be graded, or the instructor's flags."""
+
+    student: str
+    lab: str
+    failure: str | None = None
+    flags: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, timeout=SUBMISSION_TIMEOUT_S,
+             part_s=None) -> str:
+    """Run one nbgrader command in labs/ (its config) on course directory `root`, kernels in
+    `sandbox`'s kernelspec (zerobook.sandbox) if given, launches stopped after `part_s`; its
+    output; StepFailed if it fails."""
+    bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+               **{COURSE_ROOT_ENV: str(root.resolve())}, **({"ZEROBOOK_PART_TIMEOUT": str(part_s)} if part_s else {}))
+    extra = []
+    with tempfile.TemporaryDirectory(prefix="zerobook-kernel-") as runtime:
+        if sandbox is not None:  # ipc sockets in a folder of this call's own: the kernel has no network
+            env.update(JUPYTER_PATH=str(sandbox), JUPYTER_RUNTIME_DIR=runtime)
+            extra = ["--KernelManager.transport=ipc", f"--KernelManager.ip={runtime}/kernel"]
+        try:
+            done = subprocess.run([sys.executable, "-m", "nbgrader", *args, *extra], cwd=labs, env=env,
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise StepFailed(f"nbgrader {args[0]} took longer than {timeout} s") from None
+    output = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if not any(q in line for q in QUIET))
+    if done.returncode:
+        errors = [line for line in output.splitlines() if "[ERROR]" in line or "Error" in line]
+        raise StepFailed("; ".join(errors[-3:])[-1_000:] or f"nbgrader {args[0]} exited {done.returncode}")
+    return output
+
+
+def submitted(root: Path) -> dict[str, list[str]]:
+    """lab -> the students who submitted it (folders submitted/STUDENT/LAB)."""
+    out: dict[str, list[str]] = {}
+    for folder in sorted((root / "submitted").glob("*/*")):
+        if folder.is_dir():
+            out.setdefault(folder.name, []).append(folder.parent.name)
+    return out
+
+
+def digest(labs: Path, root: Path, lab: str, student: str) -> str:
+    """What a grade depends on: the submission's files and the course's notebook of the lab."""
+    h = hashlib.sha256((labs / lab / f"{lab}.ipynb").read_bytes())
+    for path in sorted((root / "submitted" / student / lab).rglob("*")):
+        if path.is_file():
+            h.update(str(path.relative_to(root)).encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None) -> dict:
+    """zerobook.clean_score on `notebook`, in a private scratch folder: {grade_id: result};
+    limits: {"part_s", "cell_s"} (lab_limits)."""
+    env = dict(os.environ, **({"ZEROBOOK_PART_TIMEOUT": str(limits["part_s"]),
+                               "ZEROBOOK_CELL_TIMEOUT": str(limits["cell_s"])} if limits else {}))
+    with tempfile.TemporaryDirectory(prefix="zerobook-clean-") as scratch:
+        work, result = Path(scratch) / "work", Path(scratch) / "result.json"
+        work.mkdir()
+        try:
+            subprocess.run([sys.executable, "-m", "zerobook.clean_score", str(labs), lab, str(notebook), str(work),
+                            str(result)], capture_output=True, timeout=SUBMISSION_TIMEOUT_S, start_new_session=True,
+                           env=env)
+        except subprocess.TimeoutExpired:
+            return {"error": f"the clean run took longer than {SUBMISSION_TIMEOUT_S} s"}
+        return json.loads(result.read_text()) if result.exists() else {"error": "the clean run left no result"}
+
+
+def lab_limits(labs: Path, root: Path, lab: str) -> dict:
+    """How long a launch and a test cell of `lab` may take on this machine: SLACK x the reference
+    solution's slowest launch (at least MIN_PART_S), and as many of those as the busiest test
+    cell launches, plus CELL_SLACK_S. The reference is timed by a clean run of the instructor's
+    notebook, once per version of it (cached in the course directory); it must pass."""
+    cache, source = root / "limits.json", labs / lab / f"{lab}.ipynb"
+    known = json.loads(cache.read_text()) if cache.exists() else {}
+    version = hashlib.sha256(source.read_bytes()).hexdigest()
+    if known.get(lab, {}).get("version") == version:
+        return known[lab]
+    results = clean_run(labs, lab, source)
+    failed = {k: v["error"] for k, v in results.items() if isinstance(v, dict) and v.get("error")}
+    if "error" in results or failed:
+        raise SystemExit(f"{lab}: the reference solution fails its own tests on this machine: {results.get('error') or failed}")
+    per_launch = max(r["seconds"] / max(1, r["launches"]) for r in results.values())
+    part = max(MIN_PART_S, SLACK * per_launch)
+    cell = part * max(max(1, r["launches"]) for r in results.values()) + CELL_SLACK_S
+    known[lab] = {"version": version, "reference_s": round(sum(r["seconds"] for r in results.values()), 1),
+                  "part_s": round(part), "cell_s": round(cell)}
+    cache.write_text(json.dumps(known, indent=1))
+    return known[lab]
+
+
+class Grader:
+    """Grades submissions of a course, one pipeline per submission (several at once with jobs)."""
+
+    def __init__(self, labs: Path, root: Path, sandboxed: bool = True, limits: dict | None = None):
+        self.labs, self.root, self.lock, self.limits = labs, root, threading.Lock(), limits or {}
+        self.kernels = None
+        if sandboxed:
+            from zerobook import sandbox
+
+            self.kernels = sandbox.kernelspec(Path(tempfile.mkdtemp(prefix="zerobook-kernelspec-")))
+
+    def submission(self, lab: str, student: str) -> Outcome:
+        """One student's lab, timed: see grade_one."""
+        start = time.monotonic()
+        outcome = self.grade_one(Outcome(student, lab))
+        outcome.seconds = time.monotonic() - start
+        return outcome
+
+    def grade_one(self, outcome: Outcome) -> Outcome:
+        """Autograde (sandboxed) beside the clean run, reconcile, feedback."""
+        lab, student = outcome.lab, outcome.student
+        notebook = self.root / "submitted" / student / lab / f"{lab}.ipynb"
+        try:
+            json.loads(notebook.read_text())
+        except (OSError, ValueError) as exc:
+            return self.failed(outcome, f"{notebook.name} is not a notebook (not valid JSON: {exc})")
+        clean: dict = {}
+        beside = threading.Thread(target=lambda: clean.update(clean_run(self.labs, lab, notebook, self.limits.get(lab))))
+        beside.start()  # the two wait on different things (a hang's timeout, a kernel): side by side
+        try:
+            self.autograde(lab, student)
+        except StepFailed as exc:
+            beside.join()
+            return self.failed(outcome, str(exc))
+        beside.join()
+        if "error" in clean:
+            return self.failed(outcome, str(clean["error"]))
+        with self.lock:
+            outcome.flags += feedback.reconcile(self.root, lab, student, clean)
+        outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
+        feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb")
+        try:
+            nbgrader(self.labs, self.root, "generate_feedback", lab, "--force", "--student", student)
+        except StepFailed as exc:
+            return self.failed(outcome, f"its feedback could not be made: {exc}")
+        return outcome
+
+    def autograde(self, lab: str, student: str, tries: int = 3) -> None:
+        """nbgrader autograde of one submission; a busy gradebook (another job writing) is retried."""
+        for attempt in range(tries):
+            try:
+                limits = self.limits.get(lab)
+                cell_limit = [f"--Execute.timeout={limits['cell_s']}"] if limits else []
+                nbgrader(self.labs, self.root, "autograde", lab, "--force", "--student", student, *cell_limit,
+                         sandbox=self.kernels, part_s=limits and limits["part_s"])
+                return
+            except StepFailed as exc:
+                if "database is locked" not in str(exc) or attempt == tries - 1:
+                    raise
+                time.sleep(1 + attempt)
+
+    def failed(self, outcome: Outcome, reason: str) -> Outcome:
+        outcome.failure = reason
+        feedback.failure_page(self.root, outcome.student, outcome.lab, reason)
+        return outcome
+
+
+def load_state(root: Path) -> dict:
+    path = root / STATE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def to_grade(labs: Path, root: Path, wanted: dict, everyone: bool) -> list[tuple[str, str, str]]:
+    """(lab, student, digest) of each submission new or changed since it was last graded
+    (everyone: all of them); nbgrader's gradebook learns each lab first."""
+    state, todo = load_state(root), []
+    for lab, students in sorted(wanted.items()):
+        nbgrader(labs, root, "generate_assignment", lab, "--force")
+        for student in students:
+            d = digest(labs, root, lab, student)
+            if everyone or state.get(lab, {}).get(student) != d:
+                todo.append((lab, student, d))
+    return todo
+
+
+def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False,
+          sandboxed: bool = True) -> tuple[Path, list[Outcome]]:
+    """Grade every new or changed submission (of the labs in `only`, if given), `jobs` at once;
+    write grades.csv for everyone; return it and the outcomes. A lab submitted without its source
+    notebook is an error: nothing is graded."""
+    from zerobook.grading import lab_names
+
+    wanted = {lab: students for lab, students in submitted(root).items() if not only or lab in only}
+    missing = sorted(set(wanted) - set(lab_names(labs)))
+    if missing:
+        raise SystemExit(f"submissions for {', '.join(missing)} but no source notebook "
+                         f"({', '.join(f'labs/{m}/{m}.ipynb' for m in missing)}): restore it; nothing was graded")
+    todo = to_grade(labs, root, wanted, everyone)
+    limits = {lab: lab_limits(labs, root, lab) for lab in sorted({job[0] for job in todo})}
+    for lab, limit in limits.items():
+        print(f"{lab}: the reference takes {limit['reference_s']} s here; limits: {limit['part_s']} s a launch, "
+              f"{limit['cell_s']} s a test cell", flush=True)
+    grader = Grader(labs, root, sandboxed, limits)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        outcomes = list(pool.map(lambda job: grader.submission(job[0], job[1]), todo))
+    state = load_state(root)
+    for (lab, student, d), outcome in zip(todo, outcomes):  # a failure is graded again next time
+        state.setdefault(lab, {})[student] = None if outcome.failure else d
+    (root / STATE).write_text(json.dumps(state, indent=1))
+    scores = root / "grades.csv"
+    nbgrader(labs, root, "export", f"--to={scores}")
+    feedback.zero_rows(scores, [(o.student, o.lab) for o in outcomes if o.failure])
+    summarize(outcomes, sum(map(len, wanted.values())) - len(todo), scores, root)
+    return scores, outcomes
+
+
+def summarize(outcomes: list[Outcome], unchanged: int, scores: Path, root: Path) -> None:
+    print(f"graded {len(outcomes)} submission(s); {unchanged} unchanged since last graded (--all regrades them)")
+    print(f"scores: {scores}\nfeedback: {root / 'feedback'}")
+    for o in outcomes:
+        print(f"{o.student} / {o.lab}: {'not graded' if o.failure else 'graded'} in {o.seconds:.0f} s")
+        for flag in o.flags:
+            print(f"FLAGGED: {o.student} / {o.lab}: {flag}")
+        if o.failure:
+            print(f"NOT GRADED: {o.student} / {o.lab}: {o.failure}")

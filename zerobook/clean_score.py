@@ -1,0 +1,214 @@
+"""Scores a student cannot forge: every autograded test of a lab re-run, from the course's own
+notebook (labs/LAB/LAB.ipynb, hidden tests included), in a fresh process that never runs the
+student's code — the student's code runs only in sandboxes (zerobook.sandbox): the ranks each
+part launches, and a function server for the functions written in the notebook itself, which the
+tests call through proxies (arguments and results cross as JSON, exceptions by name).
+
+    python -m zerobook.clean_score LABS LAB SUBMITTED.ipynb WORKDIR RESULT.json
+
+WORKDIR (the student's code is written there; the sandboxes may write there) must be private to
+this submission; RESULT.json (outside it): {grade_id: {"points", "score", "error"}} for every
+autograded cell, or {"error": why} for a submission that is not a notebook.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SANDBOX_RANKS_ENV = "ZEROBOOK_SANDBOX_RANKS"  # set here: zerobook.grading.run_part sandboxes its ranks
+CELL_TIMEOUT_ENV = "ZEROBOOK_CELL_TIMEOUT"
+CELL_TIMEOUT_S = 600  # a graded cell unless the grader says (its launches stop themselves sooner)
+CALL_TIMEOUT_S = 60  # one call of a notebook function in the sandbox
+
+
+def nbgrader_meta(cell: dict) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def cells_of(notebook: dict) -> list[tuple[str, dict, str]]:
+    """(kind, nbgrader metadata, source) of each code cell: "test" (autograded: grade, no
+    solution), "rank_script", "solution" (a student's functions), "manual" (graded by hand), or
+    "setup" (the course's own code)."""
+    out = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        meta, source = nbgrader_meta(cell), "".join(cell["source"])
+        if meta.get("grade") and not meta.get("solution"):
+            kind = "test"
+        elif meta.get("grade_id") == "rank_script":
+            kind = "rank_script"
+        elif meta.get("solution"):
+            kind = "manual" if meta.get("grade") else "solution"
+        else:
+            kind = "setup"
+        out.append((kind, meta, source))
+    return out
+
+
+def student_sources(submitted: dict) -> dict[str, str]:
+    """grade_id -> source of each cell the student writes (solutions and the rank script)."""
+    return {meta["grade_id"]: source for kind, meta, source in cells_of(submitted)
+            if kind in ("solution", "rank_script") and "grade_id" in meta}
+
+
+def write_rank_script(source: str, workdir: Path) -> None:
+    """The rank script cell's `%%writefile NAME` body, written to WORKDIR/NAME (a bare name only)."""
+    first, _, body = source.partition("\n")
+    parts = first.split()
+    if len(parts) == 2 and parts[0] == "%%writefile" and "/" not in parts[1] and not parts[1].startswith("."):
+        (workdir / parts[1]).write_text(body)
+
+
+def defined_functions(source: str) -> list[str]:
+    """Top-level function names a cell defines (nothing, if it does not parse)."""
+    try:
+        return [n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    except SyntaxError:
+        return []
+
+
+class FunctionServer:
+    """The student's notebook functions, run in a sandboxed process (SERVER below): `call(name,
+    args, kwargs)` sends JSON, gets the result back, or raises the student's exception (by name:
+    builtins' types as they are, anything else as RuntimeError)."""
+
+    def __init__(self, setup: str, student: str, workdir: Path):
+        from zerobook import sandbox
+
+        argv = sandbox.command([sys.executable, "-c", SERVER], writable=[str(workdir)])
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, start_new_session=True, preexec_fn=sandbox.set_limits)
+        self.send({"setup": setup, "student": student})
+        self.started = self.receive()
+
+    def send(self, message: dict) -> None:
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def receive(self) -> dict:
+        def expired(*_):
+            raise TimeoutError(f"a notebook function ran longer than {CALL_TIMEOUT_S} s")
+
+        old = signal.signal(signal.SIGALRM, expired)
+        signal.alarm(CALL_TIMEOUT_S)
+        try:
+            line = self.proc.stdout.readline()
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+        if not line:
+            raise RuntimeError("your notebook's code ended the process (os._exit, a crash or a kill)")
+        return json.loads(line)
+
+    def call(self, name: str, args, kwargs):
+        if not self.started.get("ok"):
+            raise RuntimeError(f"your notebook's code did not run: {self.started.get('error')}")
+        self.send({"call": name, "args": list(args), "kwargs": kwargs})
+        reply = self.receive()
+        if "error" in reply:
+            kind = getattr(builtins, reply["type"], None)
+            kind = kind if isinstance(kind, type) and issubclass(kind, Exception) else RuntimeError
+            raise kind(reply["error"])
+        return reply["value"]
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+SERVER = r'''
+import json, os, sys
+channel = os.fdopen(os.dup(1), "w")  # the replies; print() goes to stderr, not here
+os.dup2(2, 1)
+first = json.loads(sys.stdin.readline())
+namespace = {"__name__": "__main__"}
+try:
+    exec(compile(first["setup"], "setup", "exec"), namespace)
+    exec(compile(first["student"], "your notebook", "exec"), namespace)
+    channel.write(json.dumps({"ok": True}) + "\n")
+except BaseException as exc:
+    channel.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
+channel.flush()
+for line in sys.stdin:
+    request = json.loads(line)
+    try:
+        value = namespace[request["call"]](*request["args"], **request["kwargs"])
+        reply = json.dumps({"value": value})
+    except BaseException as exc:
+        reply = json.dumps({"error": f"{exc}", "type": type(exc).__name__})
+    channel.write(reply + "\n")
+    channel.flush()
+'''
+
+
+def run_cell(source: str, namespace: dict) -> str | None:
+    """Execute one trusted cell; None if it passed, else its error in one line."""
+    limit = int(float(os.environ.get(CELL_TIMEOUT_ENV, CELL_TIMEOUT_S)))
+
+    def expired(*_):
+        raise TimeoutError(f"the cell ran longer than {limit} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(limit)
+    try:
+        exec(compile(source, "test", "exec"), namespace)
+        return None
+    except BaseException as exc:  # noqa: BLE001 - every failure scores 0 and says why
+        return f"{type(exc).__name__}: {exc}".splitlines()[0][:500] if str(exc) else type(exc).__name__
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
+    """Every autograded cell of `lab`, run from the course's notebook against this submission."""
+    try:
+        submitted = json.loads(Path(submitted_path).read_text())
+        theirs = student_sources(submitted)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {"error": f"the submission is not a notebook ({type(exc).__name__}: {exc})"[:500]}
+    source = json.loads((Path(labs) / lab / f"{lab}.ipynb").read_text())
+    os.chdir(workdir)
+    os.environ[SANDBOX_RANKS_ENV] = "1"
+    namespace, setup, results, server = {"__name__": "__main__"}, [], {}, None
+    try:
+        for kind, meta, code in cells_of(source):
+            if kind == "setup":
+                setup.append(code)
+                run_cell(code, namespace)
+            elif kind == "rank_script":
+                write_rank_script(theirs.get("rank_script", ""), workdir)
+            elif kind == "solution":
+                student = theirs.get(meta.get("grade_id"), "")
+                server = server or FunctionServer("\n".join(setup), "\n".join(
+                    theirs[m.get("grade_id")] for k, m, _ in cells_of(source) if k == "solution" and m.get("grade_id") in theirs), workdir)
+                for name in defined_functions(student):
+                    namespace[name] = lambda *a, _n=name, **k: server.call(_n, a, k)
+            elif kind == "test":
+                start = time.monotonic()
+                error = run_cell(code, namespace)
+                points = float(meta.get("points", 0))
+                results[meta["grade_id"]] = {"points": points, "score": 0.0 if error else points, "error": error,
+                                             "seconds": time.monotonic() - start, "launches": code.count("run_part(")}
+    finally:
+        if server:
+            server.close()
+    return results
+
+
+def main(argv: list[str]) -> None:
+    labs, lab, submitted, workdir, result = argv
+    result = Path(result).resolve()  # before score() moves into the workdir
+    result.write_text(json.dumps(score(Path(labs), lab, Path(submitted).resolve(), Path(workdir).resolve())))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,128 @@
+"""A sandbox per submission (bubblewrap, `bwrap`): what a student's code can see and touch while
+the instructor grades it.
+
+    command(["python", "-c", "..."], writable=[submission_dir])   # an argv that runs inside
+    python -m zerobook.sandbox kernel -f CONNECTION_FILE           # a Jupyter kernel inside (grading)
+
+Inside: the system's programs and libraries, the interpreter, the venv and the zerobook package,
+all read-only; the folders named `writable` (the submission's own copy) read-write; a private
+/tmp and HOME; nothing else of the course (no labs/, no other submissions, no gradebook, no
+ZEROBOOK_COURSE_ROOT). Namespaces: a network with only loopback (gloo still works over it), a PID
+namespace (every process the submission starts dies with the sandbox), its own user (an
+unprivileged uid, no capabilities). Limits: address space and file size per process (LIMITS);
+time is the caller's (a cell's timeout, a launch's timeout). Linux only; `available()` says why not.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ETC = ["passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
+       "alternatives", "fonts"]  # what programs read from /etc: not shadow, not the machine's secrets
+PASSED_ENV = ("PATH", "LANG", "LC_", "TERM", "OMP_", "MKL_", "PYTHON", "ZEROBOOK_", "TORCH", "NCCL_", "GLOO_",
+              "CUDA_", "NVIDIA_", "MASTER_", "TORCHELASTIC_")  # prefixes of what reaches inside; nothing else does
+HIDDEN_ENV = ("ZEROBOOK_COURSE_ROOT",)  # the course directory: never inside
+LIMITS = {resource.RLIMIT_AS: 24 * 2**30, resource.RLIMIT_FSIZE: 256 * 2**20, resource.RLIMIT_CORE: 0}
+UID = 1000  # the student's uid inside (outside, its files belong to whoever graded)
+
+
+@functools.lru_cache(maxsize=1)
+def available() -> str | None:
+    """None if bubblewrap works here; else why not (for the instructor's error message)."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return "bubblewrap is not installed (Debian package `bubblewrap`: apt-get install bubblewrap)"
+    done = subprocess.run(command(["true"]), capture_output=True, text=True)
+    if done.returncode:
+        return f"bwrap cannot make a sandbox here: {done.stderr.strip()[-300:]}"
+    return None
+
+
+def read_only_roots() -> list[str]:
+    """The interpreter, the venv and the zerobook package (real paths): what Python needs."""
+    import zerobook
+
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, Path(zerobook.__file__).parent)}
+    return sorted(r for r in roots if not any(r != o and r.startswith(o + os.sep) for o in roots))
+
+
+def system_binds() -> list[str]:
+    """/usr read-only, /bin /lib /lib64 /sbin as the system has them (links or folders), the few
+    files of /etc that programs read."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("/bin", "/lib", "/lib64", "/sbin"):
+        if os.path.islink(name):
+            args += ["--symlink", os.readlink(name), name]
+        elif os.path.isdir(name):
+            args += ["--ro-bind", name, name]
+    for name in ETC:
+        if os.path.exists(f"/etc/{name}"):
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def passed_env(environ) -> dict:
+    """The variables of `environ` that reach the sandbox: those starting with PASSED_ENV's
+    prefixes, less HIDDEN_ENV (the instructor's other variables, tokens and paths stay out)."""
+    return {k: v for k, v in environ.items() if k.startswith(PASSED_ENV) and k not in HIDDEN_ENV}
+
+
+def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | None = None,
+            environ=None) -> list[str]:
+    """`argv` wrapped in bwrap: the sandbox above, with `writable` folders bound read-write at
+    their own paths, `cwd` (default: the first writable one) as its working directory; inside,
+    only passed_env(environ) (default: this process's), HOME and the caches in its private /tmp,
+    and `env`."""
+    args = ["bwrap", "--unshare-all", "--uid", str(UID), "--gid", str(UID), "--die-with-parent",
+            "--cap-drop", "ALL", *system_binds()]
+    for root in read_only_roots():
+        args += ["--ro-bind", root, root]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp"]
+    for folder in writable:
+        real = os.path.realpath(folder)
+        args += ["--bind", real, real]
+    where = cwd or (os.path.realpath(writable[0]) if writable else "/tmp")
+    inside = {**passed_env(os.environ if environ is None else environ), "HOME": "/tmp/home",
+              "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "TMPDIR": "/tmp", **(env or {})}
+    args += ["--chdir", where, "--clearenv"] + [a for k, v in inside.items() for a in ("--setenv", k, str(v))]
+    return args + ["--", *argv]
+
+
+def set_limits() -> None:
+    """preexec_fn for the sandbox's process: the per-process limits of LIMITS."""
+    for limit, value in LIMITS.items():
+        resource.setrlimit(limit, (value, value))
+
+
+def kernel(connection_file: str, extra=()) -> None:
+    """Replace this process with an IPython kernel in a sandbox whose only writable folders are
+    the current one (the notebook's, where nbgrader started the kernel) and the connection
+    file's (its ipc sockets: the kernel has no network to listen on); `extra`: the kernel's
+    other arguments (nbgrader passes --HistoryManager.hist_file=:memory:)."""
+    runtime = os.path.dirname(os.path.abspath(connection_file))
+    argv = command([sys.executable, "-m", "ipykernel_launcher", "-f", os.path.abspath(connection_file), *extra],
+                   writable=[os.getcwd(), runtime], env={"JUPYTER_RUNTIME_DIR": runtime})
+    set_limits()
+    os.execvp(argv[0], argv)
+
+
+def kernelspec(folder: Path) -> Path:
+    """A kernelspec named python3 (what the labs' notebooks ask for) that starts `kernel` above;
+    put `folder` first on JUPYTER_PATH and its kernels replace the usual one."""
+    spec = Path(folder) / "kernels" / "python3"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(__import__("json").dumps({
+        "argv": [sys.executable, "-m", "zerobook.sandbox", "kernel", "-f", "{connection_file}"],
+        "display_name": "Python 3 (sandboxed for grading)", "language": "python", "interrupt_mode": "message"}))
+    return Path(folder)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["kernel"] or sys.argv[2:3] != ["-f"] or len(sys.argv) < 4:
+        sys.exit("usage: python -m zerobook.sandbox kernel -f CONNECTION_FILE [KERNEL ARGUMENTS]")
+    kernel(sys.argv[3], sys.argv[4:])
