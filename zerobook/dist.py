@@ -8,6 +8,7 @@ torch is imported inside the functions, so `import zerobook` stays light for the
 from __future__ import annotations
 
 import atexit
+import inspect
 import json
 import os
 import sys
@@ -147,7 +148,7 @@ def report(**values) -> None:
     """
     from zerobook import report_guard
 
-    report_guard.check(sys._getframe(1))  # in a lab: only the harness reports (zerobook.report_guard)
+    report_guard.check(inspect.currentframe().f_back)  # in a lab: only the harness reports (zerobook.report_guard)
     text = json.dumps(values, default=_jsonable)  # fails here, in the rank, on bad values
     folder = os.environ.get(REPORT_DIR_ENV)
     if not folder:

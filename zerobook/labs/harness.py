@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import sys
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def load_student(path: str):
         raise FileNotFoundError(f"student file {path!r} not found: run the cell that writes it")
     from zerobook import report_guard
 
-    report_guard.guard(sys._getframe(1).f_globals)  # from now on only the harness's own code reports
+    report_guard.guard(inspect.currentframe().f_back.f_globals)  # from now on only the harness's code reports
     spec = importlib.util.spec_from_file_location("student", file)
     module = importlib.util.module_from_spec(spec)
     sys.modules["student"] = module
