@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.grading, pytest.mark.slow]
 POINTS = {
     "memory": {"test_accounting": 2, "test_measurement": 3},
     "ring_allreduce": {"test_correct": 3, "test_bytes": 2},
-    "zero": {"test_parity": 4, "test_memory": 3, "test_traffic": 2},
+    "zero": {"test_parity": 2, "test_parity_zero2": 2, "test_memory": 3, "test_traffic": 2},
     "zero3": {"test_parity": 3, "test_memory": 3, "test_traffic": 2, "test_order": 2},
     "fsdp2": {"test_parity": 3, "test_memory": 2, "test_traffic": 2, "test_prefetch": 2, "test_checkpoint": 3},
 }

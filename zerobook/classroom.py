@@ -69,7 +69,8 @@ def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, ti
             done = subprocess.run([sys.executable, "-m", "nbgrader", *args, *extra], cwd=labs, env=env,
                                   capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise StepFailed(f"nbgrader {args[0]} took longer than {timeout} s") from None
+            raise StepFailed(f"nbgrader {args[0]} took longer than {timeout} s: a cell that would not stop "
+                             "(an infinite loop that ignores interrupts?)") from None
     output = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if not any(q in line for q in QUIET))
     if done.returncode:
         errors = [line for line in output.splitlines() if "[ERROR]" in line or "Error" in line]
@@ -100,15 +101,15 @@ def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None) 
     limits: {"part_s", "cell_s"} (lab_limits)."""
     env = dict(os.environ, **({"ZEROBOOK_PART_TIMEOUT": str(limits["part_s"]),
                                "ZEROBOOK_CELL_TIMEOUT": str(limits["cell_s"])} if limits else {}))
+    budget = limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="zerobook-clean-") as scratch:
         work, result = Path(scratch) / "work", Path(scratch) / "result.json"
         work.mkdir()
         try:
             subprocess.run([sys.executable, "-m", "zerobook.clean_score", str(labs), lab, str(notebook), str(work),
-                            str(result)], capture_output=True, timeout=SUBMISSION_TIMEOUT_S, start_new_session=True,
-                           env=env)
+                            str(result)], capture_output=True, timeout=budget, start_new_session=True, env=env)
         except subprocess.TimeoutExpired:
-            return {"error": f"the clean run took longer than {SUBMISSION_TIMEOUT_S} s"}
+            return {"error": f"the clean run took longer than {budget} s (every launch at its limit)"}
         return json.loads(result.read_text()) if result.exists() else {"error": "the clean run left no result"}
 
 
@@ -129,8 +130,9 @@ def lab_limits(labs: Path, root: Path, lab: str) -> dict:
     per_launch = max(r["seconds"] / max(1, r["launches"]) for r in results.values())
     part = max(MIN_PART_S, SLACK * per_launch)
     cell = part * max(max(1, r["launches"]) for r in results.values()) + CELL_SLACK_S
+    launches = source.read_text().count("run_part(")  # in every cell: all of them may hang
     known[lab] = {"version": version, "reference_s": round(sum(r["seconds"] for r in results.values()), 1),
-                  "part_s": round(part), "cell_s": round(cell)}
+                  "part_s": round(part), "cell_s": round(cell), "submission_s": round(part * launches + cell)}
     cache.write_text(json.dumps(known, indent=1))
     return known[lab]
 
@@ -141,6 +143,8 @@ class Grader:
     def __init__(self, labs: Path, root: Path, sandboxed: bool = True, limits: dict | None = None):
         self.labs, self.root, self.lock, self.limits = labs, root, threading.Lock(), limits or {}
         self.kernels = None
+        if not sandboxed:  # the clean runs' ranks and function servers too (zerobook.sandbox.OFF_ENV)
+            os.environ["ZEROBOOK_NO_SANDBOX"] = "1"
         if sandboxed:
             from zerobook import sandbox
 
@@ -189,7 +193,8 @@ class Grader:
                 limits = self.limits.get(lab)
                 cell_limit = [f"--Execute.timeout={limits['cell_s']}"] if limits else []
                 nbgrader(self.labs, self.root, "autograde", lab, "--force", "--student", student, *cell_limit,
-                         sandbox=self.kernels, part_s=limits and limits["part_s"])
+                         sandbox=self.kernels, part_s=limits and limits["part_s"],
+                         timeout=limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S)
                 return
             except StepFailed as exc:
                 if "database is locked" not in str(exc) or attempt == tries - 1:
@@ -241,8 +246,8 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         outcomes = list(pool.map(lambda job: grader.submission(job[0], job[1]), todo))
     state = load_state(root)
-    for (lab, student, d), outcome in zip(todo, outcomes):  # a failure is graded again next time
-        state.setdefault(lab, {})[student] = None if outcome.failure else d
+    for (lab, student, d), outcome in zip(todo, outcomes):  # unchanged, a failure would fail again: --all retries
+        state.setdefault(lab, {})[student] = d
     (root / STATE).write_text(json.dumps(state, indent=1))
     scores = root / "grades.csv"
     nbgrader(labs, root, "export", f"--to={scores}")

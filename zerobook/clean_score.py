@@ -87,7 +87,10 @@ class FunctionServer:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, start_new_session=True, preexec_fn=sandbox.set_limits)
         self.send({"setup": setup, "student": student})
-        self.started = self.receive()
+        try:
+            self.started = self.receive()
+        except (TimeoutError, RuntimeError) as exc:  # it looped, or ended the process, before defining anything
+            self.started = {"ok": False, "error": str(exc)}
 
     def send(self, message: dict) -> None:
         self.proc.stdin.write(json.dumps(message) + "\n")

@@ -29,6 +29,7 @@ PASSED_ENV = ("PATH", "LANG", "LC_", "TERM", "OMP_", "MKL_", "PYTHON", "ZEROBOOK
 HIDDEN_ENV = ("ZEROBOOK_COURSE_ROOT",)  # the course directory: never inside
 LIMITS = {resource.RLIMIT_AS: 24 * 2**30, resource.RLIMIT_FSIZE: 256 * 2**20, resource.RLIMIT_CORE: 0}
 UID = 1000  # the student's uid inside (outside, its files belong to whoever graded)
+OFF_ENV = "ZEROBOOK_NO_SANDBOX"  # "1": command() runs argv as it is (grade --no-sandbox)
 
 
 @functools.lru_cache(maxsize=1)
@@ -73,11 +74,13 @@ def passed_env(environ) -> dict:
 
 
 def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | None = None,
-            environ=None) -> list[str]:
+            environ=None, readable=()) -> list[str]:
     """`argv` wrapped in bwrap: the sandbox above, with `writable` folders bound read-write at
     their own paths, `cwd` (default: the first writable one) as its working directory; inside,
     only passed_env(environ) (default: this process's), HOME and the caches in its private /tmp,
-    and `env`."""
+    and `env`. With OFF_ENV=1 in this process's environment: argv itself, unsandboxed."""
+    if os.environ.get(OFF_ENV) == "1":
+        return list(argv)
     args = ["bwrap", "--unshare-all", "--uid", str(UID), "--gid", str(UID), "--die-with-parent",
             "--cap-drop", "ALL", *system_binds()]
     for root in read_only_roots():
@@ -86,6 +89,9 @@ def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | No
     for folder in writable:
         real = os.path.realpath(folder)
         args += ["--bind", real, real]
+    for path in readable:  # single files, read-only (a kernel's connection file)
+        real = os.path.realpath(path)
+        args += ["--ro-bind", real, real]
     where = cwd or (os.path.realpath(writable[0]) if writable else "/tmp")
     inside = {**passed_env(os.environ if environ is None else environ), "HOME": "/tmp/home",
               "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "TMPDIR": "/tmp", **(env or {})}
@@ -101,12 +107,21 @@ def set_limits() -> None:
 
 def kernel(connection_file: str, extra=()) -> None:
     """Replace this process with an IPython kernel in a sandbox whose only writable folders are
-    the current one (the notebook's, where nbgrader started the kernel) and the connection
-    file's (its ipc sockets: the kernel has no network to listen on); `extra`: the kernel's
-    other arguments (nbgrader passes --HistoryManager.hist_file=:memory:)."""
-    runtime = os.path.dirname(os.path.abspath(connection_file))
+    the current one (the notebook's, where nbgrader started the kernel) and the folder of its ipc
+    sockets (the kernel has no network to listen on): a folder of its own, named zerobook-kernel-*
+    (zerobook.classroom makes one per nbgrader call); the connection file is bound read-only by
+    itself (jupyter_client may put it in the real /tmp, which must stay out). `extra`: the
+    kernel's other arguments (nbgrader passes --HistoryManager.hist_file=:memory:)."""
+    import json
+
+    info = json.loads(Path(connection_file).read_text())
+    sockets = os.path.dirname(os.path.abspath(info.get("ip", "")))
+    if info.get("transport") != "ipc" or not os.path.basename(sockets).startswith("zerobook-kernel-"):
+        sys.exit(f"zerobook.sandbox kernel: needs ipc sockets in a zerobook-kernel-* folder of their own, got "
+                 f"transport {info.get('transport')!r} at {info.get('ip')!r}")
     argv = command([sys.executable, "-m", "ipykernel_launcher", "-f", os.path.abspath(connection_file), *extra],
-                   writable=[os.getcwd(), runtime], env={"JUPYTER_RUNTIME_DIR": runtime})
+                   writable=[os.getcwd(), sockets], readable=[connection_file],
+                   env={"JUPYTER_RUNTIME_DIR": sockets})
     set_limits()
     os.execvp(argv[0], argv)
 

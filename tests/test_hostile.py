@@ -1,0 +1,227 @@
+"""Hostile and careless submissions, graded as a class (Lab 0, `python -m zerobook.grading grade
+--jobs 2`): each attack scores 0 on the part it attacks, cannot touch the other students, the
+gradebook or the course, leaves no process behind, and stops nobody else.
+
+One grading run for all of them (its own course directory); each test reads what it left.
+"""
+import csv
+import hashlib
+import json
+import time
+
+import psutil
+import pytest
+
+from conftest import ROOT
+from grading_helpers import part_scores, run_grading
+
+pytestmark = pytest.mark.slow
+
+LAB = "setup_check"
+SOURCE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
+POINTS = {"test_part1": 1, "test_all_reduce": 2, "test_gather": 2}
+MARK = "zerobook-hostile-4242"  # in the command line of a process a submission leaves running
+
+
+def edit(notebook: str, grade_id: str, change) -> str:
+    """The notebook with cell `grade_id`'s source replaced by change(source)."""
+    nb = json.loads(notebook)
+    cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
+    cell["source"] = change("".join(cell["source"]))
+    return json.dumps(nb)
+
+
+def with_rank_functions(notebook: str, body: str, module_code: str = "") -> str:
+    """The release's rank script with both functions' stubs replaced by `body` (not a stub, so the
+    part launches) and `module_code` appended (what runs when the harness imports the file)."""
+    stub = "    # YOUR CODE HERE\n    raise NotImplementedError()"
+    return edit(notebook, "rank_script", lambda s: s.replace(stub, body) + "\n" + module_code)
+
+
+FAKE_RUN_PART = '''
+import socket
+import zerobook as zb
+
+class _Run:
+    def __init__(self, ranks):
+        self.ranks = ranks
+
+def _fake(lab, student_file, part, nproc=4, **options):
+    if part == "all_reduce":
+        return _Run([{"total": float(nproc * (nproc + 1) // 2)}] * nproc)
+    truth = [{"rank": r, "backend": "gloo", "device": "cpu", "host": socket.gethostname()} for r in range(nproc)]
+    return _Run([{"seen": truth, "truth": t} for t in truth])
+
+zb.grading.run_part = _fake
+'''
+WRAP_REPORT = '''
+import zerobook as zb
+_real = zb.report
+
+def _forged(**values):
+    if "total" in values:
+        values["total"] = 10.0
+    if "seen" in values:
+        values["seen"] = [dict(values["truth"], rank=r) for r in range(4)]
+    _real(**values)
+
+zb.report = _forged
+'''
+FORGE_AND_EXIT = '''    import json, os
+    name = "rank%d.json" % dist.get_rank()
+    forged = {"total": 10.0}
+    with open(os.path.join(os.environ.get("ZEROBOOK_REPORT_DIR", "."), name), "w") as f:
+        json.dump(forged, f)
+    os._exit(0)'''
+READ_COURSE = '''
+import json, os, pathlib, zerobook
+for _root in (os.environ.get("ZEROBOOK_COURSE_ROOT", "/nonexistent") + "/../../labs", str(pathlib.Path(zerobook.__file__).parents[1] / "labs")):
+    _path = pathlib.Path(_root) / "setup_check" / "setup_check.ipynb"
+    if _path.exists():
+        _cells = json.loads(_path.read_text())["cells"]
+        _code = next("".join(c["source"]) for c in _cells if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script")
+        exec(_code.split("\\n", 1)[1], globals())
+        break
+'''
+VANDAL = '''
+import os, pathlib, shutil, sqlite3, subprocess, zerobook
+course = pathlib.Path.cwd().parents[2]  # autograded/STUDENT/LAB -> the course directory
+for target in [course / "submitted" / "reference" / "setup_check" / "setup_check.ipynb",
+               course / "autograded" / "reference" / "setup_check" / "setup_check.ipynb"]:
+    try:
+        target.write_text("{}")
+    except Exception as exc:
+        print("could not overwrite", target, type(exc).__name__)
+try:
+    db = sqlite3.connect(course / "gradebook.db")
+    db.execute("update grade set manual_score = 0")
+    db.commit()
+except Exception as exc:
+    print("could not rewrite the gradebook", type(exc).__name__)
+for source in (pathlib.Path(zerobook.__file__).parents[1] / "labs" / "setup_check" / "setup_check.ipynb",):
+    try:
+        source.unlink()
+    except Exception as exc:
+        print("could not delete", source, type(exc).__name__)
+subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
+'''.replace("MARK", MARK)
+
+
+def submissions(root) -> dict[str, str]:
+    release = (root / "release" / LAB / f"{LAB}.ipynb").read_text()
+    solution = SOURCE.read_text()
+    part1_ok = lambda nb: edit(nb, "part1_expected_total", lambda s: s.replace(
+        "    # YOUR CODE HERE\n    raise NotImplementedError()", "    return world_size * (world_size + 1) // 2"))
+    return {
+        "reference": solution,
+        "patch_run_part": edit(release, "part1_expected_total", lambda s: s + "\n" + FAKE_RUN_PART),
+        "wrap_report": with_rank_functions(release, "    return None", WRAP_REPORT),
+        "forge_and_exit": with_rank_functions(release, FORGE_AND_EXIT),
+        "read_course": with_rank_functions(release, "    return None", READ_COURSE),
+        "vandal": edit(part1_ok(release), "part1_expected_total", lambda s: s + "\n" + VANDAL),
+        "kernel_exit": edit(solution, "part1_expected_total", lambda s: s + "\nimport os\nos._exit(3)\n"),
+        "ignores_interrupt": edit(solution, "part1_expected_total", lambda s: s + (
+            "\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n")),
+        "floods": edit(solution, "part1_expected_total", lambda s: s + "\nprint('x' * 50_000_000)\n"),
+        "not_json": solution[: len(solution) // 3],
+    }
+
+
+def digests(root, student: str) -> dict:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for folder in ("submitted", "autograded", "feedback") for p in sorted((root / folder / student).rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    from grading_helpers import sandbox_or_not
+
+    if sandbox_or_not():
+        pytest.skip("bubblewrap does not work here: hostile submissions are graded only in the sandbox")
+    root = tmp_path_factory.mktemp("hostile")
+    run_grading("release", "--only", LAB, root=root)
+    for student, notebook in submissions(root).items():
+        folder = root / "submitted" / student / LAB
+        folder.mkdir(parents=True)
+        (folder / f"{LAB}.ipynb").write_text(notebook)
+    source_before = SOURCE.read_bytes()
+    start = time.monotonic()
+    done = run_grading("grade", "--jobs", "2", root=root, check=False)
+    seconds = time.monotonic() - start
+    return root, done, seconds, part_scores(root, LAB, POINTS), source_before
+
+
+def total(root, student) -> float:
+    with open(root / "grades.csv") as f:
+        return {r["student_id"]: float(r["score"]) for r in csv.DictReader(f) if r["assignment"] == LAB}[student]
+
+
+@pytest.mark.parametrize("student", ["patch_run_part", "wrap_report", "forge_and_exit", "read_course"])
+def test_forging_a_score_scores_zero_on_the_forged_parts(graded, student):
+    root, done, _, scores, _ = graded
+    assert scores[student]["test_all_reduce"] == 0 and scores[student]["test_gather"] == 0, (student, scores[student])
+    assert total(root, student) == 0, done.stdout[-3000:]
+
+
+def test_a_run_part_patched_in_the_notebook_is_flagged_and_the_clean_run_counts(graded):
+    _, done, _, _, _ = graded
+    assert "FLAGGED: patch_run_part / setup_check: test_all_reduce: nbgrader's run scored 2" in done.stdout
+
+
+def test_a_wrapped_report_is_named_as_tampering(graded):
+    root, _, _, _, _ = graded
+    page = (root / "feedback" / "wrap_report" / LAB / f"{LAB}.html").read_text()
+    assert "tampering: zb.report was replaced" in page
+
+
+def test_vandalism_reaches_nobody_else_nor_the_gradebook_nor_the_course(graded):
+    root, _, _, scores, source_before = graded
+    assert scores["reference"] == POINTS and total(root, "reference") == sum(POINTS.values())
+    notebook = json.loads((root / "submitted" / "reference" / LAB / f"{LAB}.ipynb").read_text())
+    assert notebook["cells"]  # not overwritten with {}
+    assert SOURCE.read_bytes() == source_before
+    assert scores["vandal"]["test_part1"] == 1  # its honest part still counts
+
+
+def test_no_process_a_submission_started_survives_grading(graded):
+    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"]) if MARK in " ".join(p.info["cmdline"] or [])]
+    assert not left
+
+
+@pytest.mark.parametrize("student", ["kernel_exit", "ignores_interrupt", "not_json"])
+def test_a_notebook_that_cannot_be_graded_scores_zero_with_its_reason_and_stops_nobody(graded, student):
+    root, done, _, _, _ = graded
+    assert f"NOT GRADED: {student} / {LAB}" in done.stdout, done.stdout[-3000:]
+    assert done.returncode == 1
+    assert total(root, student) == 0
+    page = (root / "feedback" / student / LAB / f"{LAB}.html").read_text()
+    assert "could not be graded" in page
+
+
+def test_a_flood_is_cut_and_its_feedback_stays_small(graded):
+    root, _, _, scores, _ = graded
+    feedback = root / "feedback" / "floods" / LAB / f"{LAB}.html"
+    assert feedback.stat().st_size < 1_000_000
+    assert (root / "autograded" / "floods" / LAB / f"{LAB}.ipynb").stat().st_size < 1_000_000
+    assert "more characters cut" in feedback.read_text()
+
+
+def test_feedback_shows_no_hidden_test_source(graded):
+    root, _, _, _, _ = graded
+    page = (root / "feedback" / "reference" / LAB / f"{LAB}.html").read_text()
+    assert "hidden tests: not shown" in page and "for world_size in (1, 2, 7, 64)" not in page
+
+
+def test_grading_the_class_finished_within_its_bound(graded):
+    _, _, seconds, _, _ = graded
+    assert seconds < 900
+
+
+def test_grading_again_regrades_only_what_changed(graded):
+    root, _, _, _, _ = graded
+    (root / "submitted" / "not_json" / LAB / f"{LAB}.ipynb").write_text(SOURCE.read_text())  # fixed and resubmitted
+    done = run_grading("grade", "--only", LAB, root=root, check=False)
+    assert "graded " in done.stdout and "not_json / setup_check: graded" in done.stdout, done.stdout[-3000:]
+    assert "reference / setup_check" not in done.stdout  # unchanged: not graded again
+    assert total(root, "not_json") == sum(POINTS.values())

@@ -1,0 +1,144 @@
+"""zerobook.sandbox (bubblewrap): what a student's code can see, write and leave behind, and the
+report guard that keeps a student's file from reporting for the harness."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+
+PROBE = r'''
+import json, os, socket, subprocess
+out = {"uid": os.getuid(), "cwd": os.getcwd(), "course_root": os.environ.get("ZEROBOOK_COURSE_ROOT"),
+       "secret": os.environ.get("SECRET_TOKEN"), "tmp": sorted(os.listdir("/tmp")),
+       "siblings": sorted(os.listdir(os.path.dirname(os.getcwd()))),
+       "labs": os.path.exists(os.path.join(os.environ["REPO"], "labs")), "shadow": os.path.exists("/etc/shadow")}
+open("written.txt", "w").write("ok")
+try:
+    open(os.path.join(os.environ["REPO"], "zerobook", "planted.py"), "w")
+    out["package_writable"] = True
+except OSError:
+    out["package_writable"] = False
+try:
+    socket.create_connection(("1.1.1.1", 80), timeout=2)
+    out["network"] = True
+except OSError:
+    out["network"] = False
+subprocess.Popen(["sleep", "300", os.environ["MARK"]], start_new_session=True)
+print(json.dumps(out))
+'''
+
+
+@pytest.fixture(scope="module")
+def box():
+    from grading_helpers import sandbox_or_not
+
+    if sandbox_or_not():
+        pytest.skip("bubblewrap does not work here")
+    from zerobook import sandbox
+
+    return sandbox
+
+
+def test_a_sandboxed_process_sees_and_keeps_only_its_own_folder(box, tmp_path):
+    mark = f"zerobook-sandbox-test-{os.getpid()}"
+    (tmp_path.parent / "another-student.txt").write_text("private")
+    env = dict(os.environ, ZEROBOOK_COURSE_ROOT="/course", SECRET_TOKEN="s3cret")
+    argv = box.command([sys.executable, "-c", PROBE], writable=[tmp_path], env={"REPO": str(ROOT), "MARK": mark},
+                       environ=env)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, preexec_fn=box.set_limits)
+    seen = json.loads(done.stdout)
+    assert seen["uid"] == box.UID and seen["cwd"] == str(tmp_path.resolve())
+    assert seen["course_root"] is None and seen["secret"] is None  # the instructor's variables stay out
+    parts = tmp_path.resolve().parts
+    assert seen["tmp"] == ([parts[2]] if parts[1] == "tmp" else [])  # /tmp: only the way to its own folder
+    assert seen["siblings"] == [tmp_path.name]  # not another-student.txt beside it
+    assert not seen["labs"] and not seen["shadow"] and not seen["package_writable"] and not seen["network"]
+    assert (tmp_path / "written.txt").read_text() == "ok"
+    assert not (ROOT / "zerobook" / "planted.py").exists()
+    time.sleep(0.5)
+    import psutil
+
+    assert not [p for p in psutil.process_iter(["cmdline"]) if mark in " ".join(p.info["cmdline"] or [])]
+
+
+def test_the_kernel_wrapper_refuses_sockets_outside_a_folder_of_their_own(box, tmp_path):
+    connection = tmp_path / "kernel.json"
+    connection.write_text(json.dumps({"transport": "tcp", "ip": "127.0.0.1"}))
+    done = subprocess.run([sys.executable, "-m", "zerobook.sandbox", "kernel", "-f", str(connection)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode and "needs ipc sockets" in done.stderr
+
+
+def test_off_means_the_command_itself():
+    from zerobook import sandbox
+
+    os.environ[sandbox.OFF_ENV] = "1"
+    try:
+        assert sandbox.command(["true"], writable=["/tmp"]) == ["true"]
+    finally:
+        del os.environ[sandbox.OFF_ENV]
+
+
+def harness_globals():
+    """A harness module's globals, as runpy gives them: a main() that reports."""
+    namespace = {"__name__": "__main__"}
+    exec("import zerobook as zb\ndef check():\n    return 1\ndef main(**values):\n    zb.report(checked=check(), **values)\n",
+         namespace)
+    return namespace
+
+
+@pytest.fixture
+def guarded(tmp_path, monkeypatch):
+    from zerobook import dist, report_guard
+
+    monkeypatch.setenv(dist.REPORT_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(report_guard, "_state", {"codes": None, "globals": None, "written": {}})
+    namespace = harness_globals()
+    report_guard.guard(namespace)
+    return namespace, tmp_path
+
+
+def test_the_guarded_harness_reports_and_its_file_checks_out(guarded):
+    from zerobook import dist, report_guard
+
+    namespace, folder = guarded
+    namespace["main"](total=10)
+    report_guard.verify_written(folder, dist.this_rank())
+    assert json.loads((folder / f"rank{dist.this_rank()}.json").read_text()) == {"checked": 1, "total": 10}
+
+
+def test_a_report_from_the_students_code_is_tampering(guarded):
+    import zerobook as zb
+    from zerobook.report_guard import TamperError
+
+    with pytest.raises(TamperError, match="called from"):
+        zb.report(total=10)  # this test's frame is not the harness's
+
+
+def test_a_wrapped_report_or_a_patched_harness_is_tampering(guarded, monkeypatch):
+    import zerobook as zb
+    from zerobook.report_guard import TamperError
+
+    namespace, _ = guarded
+    real = zb.report
+    with monkeypatch.context() as patch:
+        patch.setattr(zb, "report", lambda **values: real(**values))
+        with pytest.raises(TamperError, match="zb.report was replaced"):
+            namespace["main"](total=10)
+    namespace["check"] = lambda: 10  # a harness helper replaced
+    with pytest.raises(TamperError, match="replaced the harness's check"):
+        namespace["main"](total=10)
+
+
+def test_a_report_file_written_by_hand_is_tampering(guarded):
+    from zerobook import dist, report_guard
+    from zerobook.report_guard import TamperError
+
+    _, folder = guarded
+    (folder / f"rank{dist.this_rank()}.json").write_text(json.dumps({"total": 10}))
+    with pytest.raises(TamperError, match="written by something other"):
+        report_guard.verify_written(folder, dist.this_rank())
