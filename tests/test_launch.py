@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -101,11 +102,15 @@ def test_a_rank_that_never_arrives_fails_within_a_minute_naming_the_collective(u
     assert processes_running(str(script)) == []
 
 
-def test_the_whole_run_timeout_stops_every_rank(unique_target):
+def test_the_whole_run_timeout_stops_every_rank_saying_where_each_one_was(unique_target):
     script = unique_target("wait_forever.py")
-    with pytest.raises(zb.LaunchError, match="timed out"):
+    with pytest.raises(zb.LaunchError, match="timed out") as caught:
         zb.torchrun(script, nproc=2, timeout=8, collective_timeout=600, echo=False)
     assert processes_running(str(script)) == []
+    message, name = str(caught.value), Path(script).name
+    assert f"rank 0: {name}:12 in <module>" in message  # its all_reduce, waiting
+    assert f"rank 1: {name}:11 in <module>" in message  # its sleep
+    assert "ranks [0] were waiting in a collective" in message
 
 
 def test_two_launches_at_once_both_succeed():

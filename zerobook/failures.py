@@ -131,8 +131,33 @@ def root_cause(agent_lines: list[str]) -> tuple[int | None, str]:
     return int(match.group(1)), f"exit code {match.group(2)}{signal_name}"
 
 
+FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+LIBRARY = ("/torch/", "/threading.py", "runpy", "/zerobook/rank_entry.py", "/site-packages/")
+DUMP_START = ("Current thread ", "Thread 0x")  # faulthandler's first line of each thread
+
+
+def where_stuck(lines: list[str]) -> str:
+    """From a rank's faulthandler dump (most recent call first): its innermost frames outside
+    torch and the launcher, as "file:line in function", or "" if it printed none."""
+    frames = [m for m in map(FRAME.match, lines) if m and not any(x in m["file"] for x in LIBRARY)]
+    inner = list(dict.fromkeys(f"{m['file'].rsplit('/', 1)[-1]}:{m['line']} in {m['function']}" for m in frames))
+    return " <- ".join(inner[:3])
+
+
+def before_dump(lines: list[str], n: int = 5) -> str:
+    """A rank's last `n` lines before the stack dump the timeout asked for."""
+    start = next((k for k, line in enumerate(lines) if line.startswith(DUMP_START)), len(lines))
+    return "\n".join(lines[:start][-n:]) or "(nothing)"
+
+
 def timeout_message(target: str, stream) -> str:
-    """What a timed-out run tells: every rank stopped, and each rank's last lines."""
-    tails = "\n".join(f"--- rank {r}, last lines ---\n{stream.tail(r, 5)}" for r in sorted(stream.ranks))
-    return (f"{target} timed out; every rank was stopped. A rank waiting forever is usually a "
-            f"collective that another rank never reached (try debug=True).\n{tails}")
+    """What a timed-out run tells: every rank stopped, where each one was (its Python stack, asked
+    for before it was stopped), and each rank's last lines."""
+    stuck = {r: where_stuck(list(stream.last.get(r, []))) for r in sorted(stream.ranks)}
+    places = "\n".join(f"  rank {r}: {where or '(no Python stack: it did not answer)'}" for r, where in stuck.items())
+    in_collective = [r for r in stuck if "distributed_c10d" in "".join(stream.last.get(r, []))]
+    hint = (f"ranks {in_collective} were waiting in a collective that another rank never reached"
+            if in_collective else "no rank was in a collective: a loop or a sleep in the code above")
+    tails = "\n".join(f"--- rank {r}, last lines ---\n{before_dump(list(stream.last.get(r, [])))}" for r in sorted(stream.ranks))
+    return (f"{target} timed out; every rank was stopped. Where each rank was:\n{places}\n"
+            f"({hint}; try debug=True to check every collective matches)\n{tails}")

@@ -166,6 +166,7 @@ def _run(command, env, run_id, deadline, stream, target, limited: bool = False) 
     try:
         _pump(proc, deadline, stream)
     except _TimedOut:
+        _dump_stacks(run_id, proc, stream)
         raise LaunchError(timeout_message(target, stream), log="\n".join(stream.log)) from None
     finally:
         kill_run(run_id, proc)
@@ -175,6 +176,24 @@ def _run(command, env, run_id, deadline, stream, target, limited: bool = False) 
 
 class _TimedOut(Exception):
     pass
+
+
+def _dump_stacks(run_id: str, proc: subprocess.Popen, stream, wait: float = 1.5) -> None:
+    """Ask every rank of a timed-out run where it is (SIGUSR1: faulthandler prints each thread's
+    Python stack, zerobook.rank_entry registered it), and read what they print for `wait` s."""
+    import psutil
+
+    for p in psutil.process_iter():
+        try:
+            command = p.cmdline()
+            if _belongs(p, run_id) and "zerobook.rank_entry" in command and "torch.distributed.run" not in command:
+                p.send_signal(signal.SIGUSR1)  # a rank (torchrun's own command line names rank_entry too)
+        except Exception:  # noqa: BLE001 - gone meanwhile
+            pass
+    try:
+        _pump(proc, time.monotonic() + wait, stream)
+    except _TimedOut:
+        pass
 
 
 def _pump(proc: subprocess.Popen, deadline: float, stream: "_Stream") -> None:
@@ -218,7 +237,7 @@ class _Stream:
             return
         if len(text) > MAX_LINE_CHARS:
             text = f"{text[:MAX_LINE_CHARS]} ... [{len(text) - MAX_LINE_CHARS:,} more characters cut]"
-        self.last.setdefault(rank, deque(maxlen=TAIL_LINES)).append(text)
+        self.last.setdefault(rank, deque(maxlen=200)).append(text)  # a stack dump fits
         before = self.shown.get(rank, 0)
         self.shown[rank] = before + len(text) + len(f"[rank{rank}] ") + 1  # as echoed
         if before > MAX_RANK_BYTES:

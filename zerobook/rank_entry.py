@@ -11,8 +11,10 @@ mid-collective must not hang in the process group's shutdown.
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import runpy
+import signal
 import sys
 import traceback
 import warnings
@@ -77,6 +79,7 @@ def main(argv: list[str]) -> None:
     if not argv:
         sys.exit("usage: python -m zerobook.rank_entry TARGET [ARGS...]")
     token = take_token()  # first: the target's code must not find it
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the launcher's "where are you?" at a timeout
     warnings.filterwarnings("ignore", message=RENAMED_COLLECTIVES, category=FutureWarning)
     forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
     try:
