@@ -55,7 +55,7 @@ test: $(STAMP)
 # The instructor's full grading round trip of every lab after Lab 0 (release, submit the
 # instructor notebook and the untouched release, autograde, feedback): CI runs it after make test.
 test-grading: $(STAMP)
-	$(PY) -m pytest tests -m slow --numprocesses=$(WORKERS) --dist load
+	$(PY) -m pytest tests -m slow --numprocesses=$(WORKERS) --dist loadgroup
 
 # Everything: make test, then every lab's round trip.
 test-all: test test-grading

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from grading_helpers import part_scores, run_grading
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]  # one grading run, one worker
 
 LAB = "setup_check"
 SOURCE = ROOT / "labs" / LAB / f"{LAB}.ipynb"

@@ -53,13 +53,14 @@ class Outcome:
 
 
 def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, timeout=SUBMISSION_TIMEOUT_S,
-             part_s=None) -> str:
+             part_s=None, replays: str | None = None) -> str:
     """Run one nbgrader command in labs/ (its config) on course directory `root`, kernels in
     `sandbox`'s kernelspec (zerobook.sandbox) if given, launches stopped after `part_s`; its
     output; StepFailed if it fails."""
     bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-               **{COURSE_ROOT_ENV: str(root.resolve())}, **({"ZEROBOOK_PART_TIMEOUT": str(part_s)} if part_s else {}))
+               **{COURSE_ROOT_ENV: str(root.resolve())}, **({"ZEROBOOK_PART_TIMEOUT": str(part_s)} if part_s else {}),
+               **({"ZEROBOOK_RUN_CACHE": replays} if replays else {}))
     extra = []
     with tempfile.TemporaryDirectory(prefix="zerobook-kernel-") as runtime:
         if sandbox is not None:  # ipc sockets in a folder of this call's own: the kernel has no network
@@ -96,11 +97,13 @@ def digest(labs: Path, root: Path, lab: str, student: str) -> str:
     return h.hexdigest()
 
 
-def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None) -> dict:
+def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None, replays: str | None = None) -> dict:
     """zerobook.clean_score on `notebook`, in a private scratch folder: {grade_id: result};
-    limits: {"part_s", "cell_s"} (lab_limits)."""
+    limits: {"part_s", "cell_s"} (lab_limits); replays: a folder to record its launches in
+    (zerobook.run_cache), for the kernel to replay."""
     env = dict(os.environ, **({"ZEROBOOK_PART_TIMEOUT": str(limits["part_s"]),
-                               "ZEROBOOK_CELL_TIMEOUT": str(limits["cell_s"])} if limits else {}))
+                               "ZEROBOOK_CELL_TIMEOUT": str(limits["cell_s"])} if limits else {}),
+               **({"ZEROBOOK_RUN_CACHE": replays, "ZEROBOOK_RUN_CACHE_WRITE": "1"} if replays else {}))
     budget = limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="zerobook-clean-") as scratch:
         work, result = Path(scratch) / "work", Path(scratch) / "result.json"
@@ -165,15 +168,12 @@ class Grader:
             json.loads(notebook.read_text())
         except (OSError, ValueError) as exc:
             return self.failed(outcome, f"{notebook.name} is not a notebook (not valid JSON: {exc})")
-        clean: dict = {}
-        beside = threading.Thread(target=lambda: clean.update(clean_run(self.labs, lab, notebook, self.limits.get(lab))))
-        beside.start()  # the two wait on different things (a hang's timeout, a kernel): side by side
-        try:
-            self.autograde(lab, student)
-        except StepFailed as exc:
-            beside.join()
-            return self.failed(outcome, str(exc))
-        beside.join()
+        with tempfile.TemporaryDirectory(prefix="zerobook-replay-") as replays:  # zerobook.run_cache
+            clean = clean_run(self.labs, lab, notebook, self.limits.get(lab), replays)
+            try:
+                self.autograde(lab, student, replays)
+            except StepFailed as exc:
+                return self.failed(outcome, str(exc))
         if "error" in clean:
             return self.failed(outcome, str(clean["error"]))
         with self.lock:
@@ -186,14 +186,15 @@ class Grader:
             return self.failed(outcome, f"its feedback could not be made: {exc}")
         return outcome
 
-    def autograde(self, lab: str, student: str, tries: int = 3) -> None:
-        """nbgrader autograde of one submission; a busy gradebook (another job writing) is retried."""
+    def autograde(self, lab: str, student: str, replays: str, tries: int = 3) -> None:
+        """nbgrader autograde of one submission, its launches replayed from the clean run's; a busy
+        gradebook (another job writing) is retried."""
         for attempt in range(tries):
             try:
                 limits = self.limits.get(lab)
                 cell_limit = [f"--Execute.timeout={limits['cell_s']}"] if limits else []
                 nbgrader(self.labs, self.root, "autograde", lab, "--force", "--student", student, *cell_limit,
-                         sandbox=self.kernels, part_s=limits and limits["part_s"],
+                         sandbox=self.kernels, part_s=limits and limits["part_s"], replays=replays,
                          timeout=limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S)
                 return
             except StepFailed as exc:

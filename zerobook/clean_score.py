@@ -60,11 +60,12 @@ def student_sources(submitted: dict) -> dict[str, str]:
 
 
 def write_rank_script(source: str, workdir: Path) -> None:
-    """The rank script cell's `%%writefile NAME` body, written to WORKDIR/NAME (a bare name only)."""
+    """The rank script cell's `%%writefile NAME` body, written to WORKDIR/NAME (a bare name only),
+    byte for byte as the cell writes it (so that the kernel's launches replay: zerobook.run_cache)."""
     first, _, body = source.partition("\n")
     parts = first.split()
     if len(parts) == 2 and parts[0] == "%%writefile" and "/" not in parts[1] and not parts[1].startswith("."):
-        (workdir / parts[1]).write_text(body)
+        (workdir / parts[1]).write_text(body if body.endswith("\n") else body + "\n")  # as IPython writes it
 
 
 def defined_functions(source: str) -> list[str]:
