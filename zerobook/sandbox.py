@@ -82,10 +82,10 @@ def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | No
     if os.environ.get(OFF_ENV) == "1":
         return list(argv)
     args = ["bwrap", "--unshare-all", "--uid", str(UID), "--gid", str(UID), "--die-with-parent",
-            "--cap-drop", "ALL", *system_binds()]
+            "--cap-drop", "ALL", *system_binds(), "--tmpfs", "/tmp"]  # /tmp first: a venv may live under it
     for root in read_only_roots():
         args += ["--ro-bind", root, root]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
     for folder in writable:
         real = os.path.realpath(folder)
         args += ["--bind", real, real]
