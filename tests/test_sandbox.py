@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -53,8 +54,8 @@ def test_a_sandboxed_process_sees_and_keeps_only_its_own_folder(box, tmp_path):
     seen = json.loads(done.stdout)
     assert seen["uid"] == box.UID and seen["cwd"] == str(tmp_path.resolve())
     assert seen["course_root"] is None and seen["secret"] is None  # the instructor's variables stay out
-    parts = tmp_path.resolve().parts
-    assert seen["tmp"] == ([parts[2]] if parts[1] == "tmp" else [])  # /tmp: only the way to its own folder
+    bound = [tmp_path.resolve(), *map(Path, box.read_only_roots())]  # a clone, and its venv, may live in /tmp
+    assert seen["tmp"] == sorted({p.parts[2] for p in bound if p.parts[1] == "tmp"})  # only the way to those
     assert seen["siblings"] == [tmp_path.name]  # not another-student.txt beside it
     assert not seen["labs"] and not seen["shadow"] and not seen["package_writable"] and not seen["network"]
     assert (tmp_path / "written.txt").read_text() == "ok"
