@@ -193,8 +193,12 @@ def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_fold
             links = browser.find_elements("css selector", "#pst-primary-sidebar-modal a.reference.internal")
             assert any(link.is_displayed() and "ZeRO-2" in link.text for link in links)
         else:  # the sidebar folds away, and comes back
-            assert was_shown and "pst-sidebar-hidden" in sidebar.get_attribute("class")
+            from selenium.webdriver.support.ui import WebDriverWait
+
+            hidden = lambda _: "pst-sidebar-hidden" in sidebar.get_attribute("class")
+            assert was_shown and WebDriverWait(browser, 3).until(hidden)
+            button = next(b for b in browser.find_elements("css selector", ".primary-toggle") if b.is_displayed())
             button.click()
-            assert "pst-sidebar-hidden" not in sidebar.get_attribute("class")
+            assert WebDriverWait(browser, 3).until(lambda driver: not hidden(driver))
     finally:
         browser.set_window_size(1280, 1600)
