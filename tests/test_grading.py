@@ -51,6 +51,7 @@ def graded(tmp_path_factory):
     done = round_trip(root, submissions, [LAB], check=False)
     assert done.returncode == 1 and f"NOT GRADED: not_json / {LAB}" in done.stdout, done.stdout[-3000:]
     assert done.stdout.count("NOT GRADED") == 1  # the broken notebook, and nobody else
+    assert "FLAGGED" not in done.stdout  # honest work: nbgrader and the clean run agree, no test cell edited
     return root, part_scores(root, LAB, PART_POINTS)
 
 

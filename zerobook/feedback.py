@@ -16,6 +16,7 @@ from pathlib import Path
 
 MAX_OUTPUT_CHARS = 20_000  # one output of the feedback; a flood is cut, saying so
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
+HIDDEN_LINES = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)  # as nbgrader releases
 
 
 def test_cells(notebook: dict) -> dict[str, dict]:
@@ -54,8 +55,8 @@ def tampered_tests(root: Path, lab: str, notebook_path: Path) -> list[str]:
     tests run from the course's notebook, but the instructor should know)."""
     released = test_cells(json.loads((root / "release" / lab / f"{lab}.ipynb").read_text()))
     theirs = test_cells(json.loads(Path(notebook_path).read_text()))
-    changed = [gid for gid, cell in released.items()
-               if "".join(theirs.get(gid, {}).get("source", "")) != "".join(cell["source"])]
+    shown = lambda cell: HIDDEN_LINES.sub("", "".join(cell.get("source", ""))).strip()  # as released
+    changed = [gid for gid, cell in released.items() if gid not in theirs or shown(theirs[gid]) != shown(cell)]
     return [f"test cell {gid} was edited or removed in the submission" for gid in changed]
 
 
