@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zerobook import feedback
+from zerobook import clean_score, feedback, run_cache, sandbox
+from zerobook.grading import COURSE_ROOT_ENV, PART_TIMEOUT_ENV
 
-COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
 STATE = "grading_state.json"  # lab -> student -> digest of what was graded (submission + course notebook)
 SUBMISSION_TIMEOUT_S = 1800  # one student's lab, autograde and clean run each (cells stop themselves sooner)
 QUIET = ("Checksum for grade cell", "has changed!")  # nbgrader's warning for every hidden test: noise
@@ -59,8 +59,8 @@ def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, ti
     output; StepFailed if it fails."""
     bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-               **{COURSE_ROOT_ENV: str(root.resolve())}, **({"ZEROBOOK_PART_TIMEOUT": str(part_s)} if part_s else {}),
-               **({"ZEROBOOK_RUN_CACHE": replays} if replays else {}))
+               **{COURSE_ROOT_ENV: str(root.resolve())}, **({PART_TIMEOUT_ENV: str(part_s)} if part_s else {}),
+               **({run_cache.CACHE_ENV: replays} if replays else {}))
     extra = []
     with tempfile.TemporaryDirectory(prefix="zerobook-kernel-") as runtime:
         if sandbox is not None:  # ipc sockets in a folder of this call's own: the kernel has no network
@@ -101,9 +101,9 @@ def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None, 
     """zerobook.clean_score on `notebook`, in a private scratch folder: {grade_id: result};
     limits: {"part_s", "cell_s"} (lab_limits); replays: a folder to record its launches in
     (zerobook.run_cache), for the kernel to replay."""
-    env = dict(os.environ, **({"ZEROBOOK_PART_TIMEOUT": str(limits["part_s"]),
-                               "ZEROBOOK_CELL_TIMEOUT": str(limits["cell_s"])} if limits else {}),
-               **({"ZEROBOOK_RUN_CACHE": replays, "ZEROBOOK_RUN_CACHE_WRITE": "1"} if replays else {}))
+    env = dict(os.environ, **({PART_TIMEOUT_ENV: str(limits["part_s"]),
+                               clean_score.CELL_TIMEOUT_ENV: str(limits["cell_s"])} if limits else {}),
+               **({run_cache.CACHE_ENV: replays, run_cache.WRITE_ENV: "1"} if replays else {}))
     budget = limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="zerobook-clean-") as scratch:
         work, result = Path(scratch) / "work", Path(scratch) / "result.json"
@@ -147,10 +147,8 @@ class Grader:
         self.labs, self.root, self.lock, self.limits = labs, root, threading.Lock(), limits or {}
         self.kernels = None
         if not sandboxed:  # the clean runs' ranks and function servers too (zerobook.sandbox.OFF_ENV)
-            os.environ["ZEROBOOK_NO_SANDBOX"] = "1"
+            os.environ[sandbox.OFF_ENV] = "1"
         if sandboxed:
-            from zerobook import sandbox
-
             self.kernels = sandbox.kernelspec(Path(tempfile.mkdtemp(prefix="zerobook-kernelspec-")))
 
     def submission(self, lab: str, student: str) -> Outcome:

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-SANDBOX_RANKS_ENV = "ZEROBOOK_SANDBOX_RANKS"  # set here: zerobook.grading.run_part sandboxes its ranks
+from zerobook.grading import SANDBOX_RANKS_ENV  # set here: run_part sandboxes its ranks
 CELL_TIMEOUT_ENV = "ZEROBOOK_CELL_TIMEOUT"
 CELL_TIMEOUT_S = 600  # a graded cell unless the grader says (its launches stop themselves sooner)
 CALL_TIMEOUT_S = 60  # one call of a notebook function in the sandbox

@@ -23,6 +23,7 @@ from pathlib import Path
 from zerobook.launch import RunResult, torchrun
 
 COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
+SANDBOX_RANKS_ENV = "ZEROBOOK_SANDBOX_RANKS"  # zerobook.clean_score sets it: run_part sandboxes its ranks
 PART_TIMEOUT_ENV = "ZEROBOOK_PART_TIMEOUT"  # grading sets it from the reference's time (zerobook.classroom)
 PART_TIMEOUT_S = 60  # a student's infinite loop costs this much, then grading goes on (a part
 # takes 5-30 s on 2 busy cores: the limit leaves room for a slow laptop)
@@ -47,7 +48,7 @@ def run_part(lab: str, student_file: str, part: str, nproc: int = 4,
     if replayed is not None:
         return replayed
     timeout = timeout or float(os.environ.get(PART_TIMEOUT_ENV, PART_TIMEOUT_S))
-    if os.environ.get("ZEROBOOK_SANDBOX_RANKS"):  # grading (zerobook.clean_score): the ranks see only this folder
+    if os.environ.get(SANDBOX_RANKS_ENV):  # grading (zerobook.clean_score): the ranks see only this folder
         launch_options.setdefault("sandbox", [os.getcwd()])
     return run_cache.record(name, lambda: torchrun(f"zerobook.labs.{lab}", nproc=nproc, timeout=timeout, debug=debug,
                                                    args=["--student", student_file, "--part", part], **launch_options))

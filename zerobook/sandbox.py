@@ -119,7 +119,9 @@ def kernel(connection_file: str, extra=()) -> None:
     if info.get("transport") != "ipc" or not os.path.basename(sockets).startswith("zerobook-kernel-"):
         sys.exit(f"zerobook.sandbox kernel: needs ipc sockets in a zerobook-kernel-* folder of their own, got "
                  f"transport {info.get('transport')!r} at {info.get('ip')!r}")
-    replays = [os.environ["ZEROBOOK_RUN_CACHE"]] if os.environ.get("ZEROBOOK_RUN_CACHE") else []  # zerobook.run_cache
+    from zerobook.run_cache import CACHE_ENV
+
+    replays = [os.environ[CACHE_ENV]] if os.environ.get(CACHE_ENV) else []  # the clean run's launches
     argv = command([sys.executable, "-m", "ipykernel_launcher", "-f", os.path.abspath(connection_file), *extra],
                    writable=[os.getcwd(), sockets], readable=[connection_file, *replays],
                    env={"JUPYTER_RUNTIME_DIR": sockets})
