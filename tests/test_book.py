@@ -118,23 +118,52 @@ def load(browser, page: str, query: str = "") -> str:
     return browser.page_source
 
 
+WIDTHS = {"desktop": 1400, "phone": 400}
+# Elements of the article whose content is wider than their box (they would scroll sideways or
+# be cut), and how wide the page is: book/_static/zerobook.css wraps code and output lines.
+OVERFLOW_JS = """
+const wide = [...document.querySelectorAll('.bd-article pre')].filter(e => e.scrollWidth > e.clientWidth + 1);
+return {page: document.scrollingElement.scrollWidth, window: window.innerWidth,
+        wide: wide.map(e => e.textContent.split('\\n').reduce((a, b) => a.length > b.length ? a : b).slice(0, 100))};
+"""
+
+
+def full_page_screenshot(browser, path) -> None:
+    """The whole page, top to bottom, at the window's width (Chromium's DevTools protocol)."""
+    import base64
+
+    size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16_000), "scale": 1}
+    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip})
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
 @needs_book
+@pytest.mark.parametrize("width", WIDTHS.values(), ids=WIDTHS.keys())
 @pytest.mark.parametrize("page", pages())
-def test_page_renders_offline_without_console_errors(page, browser):
-    """No request leaves the machine, no console error, the theme and the math rendered; a
-    screenshot for review in _build/screenshots."""
-    dom = load(browser, f"{page}.html")
-    remote = [u for u in requested_urls(browser) if leaves_the_machine(u)]
-    assert not remote, f"{page} asked the network for {remote}"
-    errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
-    assert not errors, errors
-    assert "bd-article" in dom, "the theme's article body was not rendered"
-    if 'class="math' in page_html(page):  # MathJax (served with the book) typeset it
-        assert "<mjx-container" in dom and "mjx-merror" not in dom
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    shot = SHOTS / (page.replace("/", "__") + ".png")
-    browser.save_screenshot(str(shot))
-    assert shot.is_file() and shot.stat().st_size > 10_000
+def test_page_renders_offline_and_fits_its_width_without_console_errors(page, width, browser):
+    """No request leaves the machine, no console error, the theme and the math rendered; at a
+    desktop's and a phone's width the page never scrolls sideways and no code or output line is
+    wider than the column; the whole page saved for review in _build/screenshots."""
+    browser.set_window_size(width, 1000)
+    try:
+        dom = load(browser, f"{page}.html")
+        remote = [u for u in requested_urls(browser) if leaves_the_machine(u)]
+        assert not remote, f"{page} asked the network for {remote}"
+        errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        assert not errors, errors
+        assert "bd-article" in dom, "the theme's article body was not rendered"
+        if 'class="math' in page_html(page):  # MathJax (served with the book) typeset it
+            assert "<mjx-container" in dom and "mjx-merror" not in dom
+        fit = browser.execute_script(OVERFLOW_JS)
+        assert fit["page"] <= fit["window"], f"{page} scrolls sideways: {fit['page']} px wide in {fit['window']}"
+        assert not fit["wide"], f"{page}: lines wider than the column: {fit['wide']}"
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        shot = SHOTS / f"{page.replace('/', '__')}_{width}.png"
+        full_page_screenshot(browser, shot)
+        assert shot.is_file() and shot.stat().st_size > 10_000
+    finally:
+        browser.set_window_size(1280, 1600)
 
 
 @needs_book

@@ -1,0 +1,76 @@
+"""Which chapter cells are checks: a reader of the book should see the teaching code, and find the
+code that checks it (asserts, glue) one click away, behind a "Checked by code" toggle.
+
+    .venv/bin/python tests/check_cells.py        # tag every chapter's check cells (and untag the rest)
+
+A cell is a check when at least half of its code lines are statements that check or glue: `assert`,
+`glue(...)`, or a loop whose body is only those. Such a cell is tagged `hide-input` with its toggle
+named CHECKED (myst-nb's cell-level `code_prompt_show`): its output stays in view. A test keeps every
+chapter so (tests/test_notebooks.py).
+"""
+import ast
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKED = {"code_prompt_show": "Checked by code: show the {type}", "code_prompt_hide": "Hide the {type}"}
+HIDDEN = ("remove-cell", "remove-input", "hide-cell", "hide-input")
+
+
+def is_check(statement: ast.stmt) -> bool:
+    """An assert, a call of glue, or a loop of nothing else."""
+    if isinstance(statement, ast.Assert):
+        return True
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == "glue"
+    if isinstance(statement, ast.For):
+        return all(is_check(s) for s in statement.body) and not statement.orelse
+    return False
+
+
+def check_share(source: str) -> float:
+    """The share of the cell's statement lines (blank lines and comments out) that are checks."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:  # IPython magics: not a check cell
+        return 0.0
+    lines = {n: is_check(s) for s in body for n in range(s.lineno, s.end_lineno + 1)}
+    code = [n for n, line in enumerate(source.splitlines(), 1) if n in lines and line.strip()
+            and not line.strip().startswith("#")]
+    return sum(lines[n] for n in code) / len(code) if code else 0.0
+
+
+def is_check_cell(cell: dict) -> bool:
+    """A code cell the book should fold: mostly checks, not removed or hidden for another reason."""
+    tags = set(cell["metadata"].get("tags", [])) - {"hide-input"}
+    return cell["cell_type"] == "code" and not tags & set(HIDDEN) and check_share("".join(cell["source"])) >= 0.5
+
+
+def is_folded(cell: dict) -> bool:
+    return "hide-input" in cell["metadata"].get("tags", []) and cell["metadata"].get("mystnb") == CHECKED
+
+
+def fold(path: Path) -> int:
+    """Tag the check cells of one notebook (untag cells folded as checks that no longer are);
+    how many changed."""
+    notebook, changed = json.loads(path.read_text()), 0
+    for cell in notebook["cells"]:
+        want, meta = is_check_cell(cell), cell["metadata"]
+        if want == is_folded(cell):
+            continue
+        tags = [t for t in meta.get("tags", []) if t != "hide-input"]
+        meta["tags"], changed = tags + ["hide-input"] if want else tags, changed + 1
+        meta["mystnb"] = CHECKED if want else {k: v for k, v in meta.get("mystnb", {}).items() if k not in CHECKED}
+        for key in ("tags", "mystnb"):
+            if not meta[key]:
+                del meta[key]
+    if changed:
+        path.write_text(json.dumps(notebook, indent=1, sort_keys=True) + "\n")
+    return changed
+
+
+if __name__ == "__main__":
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        print(path.name, fold(path), file=sys.stderr)
