@@ -134,3 +134,14 @@ def test_how_to_use_names_every_lab_its_folder_and_its_graded_parts():
         parts = next(ast.literal_eval(node.value) for node in harness.body if isinstance(node, ast.Assign)
                      and any(getattr(t, "id", None) == "PARTS" for t in node.targets))
         assert row.rstrip(" |").endswith(", ".join(f"`{p}`" for p in parts)), (path.stem, parts)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_check_cells_are_folded_behind_checked_by_code_and_teaching_cells_are_not(path):
+    """The book's reader sees the teaching code; a cell that is mostly asserts and glue is folded
+    behind "Checked by code" (its output in view). `python tests/check_cells.py` tags them."""
+    from check_cells import is_check_cell, is_folded
+
+    cells = [c for c in load(path)["cells"] if c["cell_type"] == "code"]
+    wrong = [i for i, c in enumerate(cells) if is_check_cell(c) != is_folded(c)]
+    assert not wrong, f"{path.name}: code cells {wrong} are folded wrongly; run tests/check_cells.py"

@@ -9,11 +9,20 @@ from zerobook import memory, widgets
 
 def test_live_explorer_follows_its_sliders():
     box = widgets.stage_explorer_live(num_params=7.5e9, world_size=64, stage=0)
-    stage, log2n, log10psi, device, label = box.children
+    stage, n, psi, device, label = box.children
     assert label.value.startswith("120.00 GB per GPU") and "does not fit in 80 GB" in label.value
+    assert (psi.label, psi.value, n.label, n.value) == ("7.50B", 7.5e9, "64", 64)  # read as numbers
     stage.value = 3
     assert label.value == widgets.summary(7.5e9, 3, 64, 80)
     assert label.value.startswith("1.88 GB per GPU")
+    n.value = 1024
+    assert label.value == widgets.summary(7.5e9, 3, 1024, 80)
+
+
+def test_parameter_counts_are_labelled_as_a_reader_says_them():
+    assert [widgets.params_label(x) for x in (3.5e8, 7.5e9, 1.75e11, 1e12)] == ["350M", "7.50B", "175.00B", "1.00T"]
+    choices = widgets.psi_choices(7.5e9)
+    assert (choices[0][1], choices[-1][1]) == (1e8, 1e12) and ("7.50B", 7.5e9) in choices
 
 
 def test_explorer_html_is_self_contained():

@@ -53,20 +53,35 @@ def summary(num_params: float, stage: int, world_size: int, device_gb: float) ->
             f"in {device_gb:g} GB (model states only)")
 
 
+def params_label(num_params: float) -> str:
+    """A parameter count as a reader says it: 350M, 7.50B, 1.00T."""
+    for scale, unit in ((1e12, "T"), (1e9, "B")):
+        if num_params >= scale:
+            return f"{num_params / scale:.2f}{unit}"
+    return f"{num_params / 1e6:.0f}M"
+
+
+def psi_choices(num_params: float, per_decade: int = 40) -> list[tuple[str, float]]:
+    """(label, Ψ) from 10^8 to 10^12, evenly spaced in log, with `num_params` itself among them."""
+    grid = {round(10 ** (8 + k / per_decade), -6) for k in range(4 * per_decade + 1)} | {float(num_params)}
+    return [(params_label(psi), psi) for psi in sorted(grid)]
+
+
 def stage_explorer_live(num_params: float = 7.5e9, world_size: int = 64, stage: int = 0):
-    """The same explorer as ipywidgets: needs a running kernel (it calls zerobook.memory)."""
+    """The same explorer as ipywidgets: needs a running kernel (it calls zerobook.memory). The
+    sliders read as numbers (Ψ "7.50B", N "64"), and start exactly at the values given."""
     import ipywidgets as w
 
+    sizes = sorted({2 ** k for k in range(11)} | {world_size})
     controls = {"stage": w.IntSlider(value=stage, min=0, max=3, description="stage"),
-                "log2n": w.IntSlider(value=round(math.log2(world_size)), min=0, max=10, description="log2 N"),
-                "log10psi": w.FloatSlider(value=math.log10(num_params), min=8, max=12, step=0.025,
-                                          description="log10 Ψ"),
+                "n": w.SelectionSlider(options=[(f"{n:,}", n) for n in sizes], value=world_size, description="N"),
+                "psi": w.SelectionSlider(options=psi_choices(num_params), value=float(num_params), description="Ψ"),
                 "device_gb": w.Dropdown(options=list(DEVICES_GB), description="GB per GPU")}
     label = w.Label()
 
     def update(_=None):
-        label.value = summary(10 ** controls["log10psi"].value, controls["stage"].value,
-                              2 ** controls["log2n"].value, controls["device_gb"].value)
+        label.value = summary(controls["psi"].value, controls["stage"].value, controls["n"].value,
+                              controls["device_gb"].value)
 
     for control in controls.values():
         control.observe(update, names="value")
