@@ -52,10 +52,18 @@ def is_folded(cell: dict) -> bool:
     return "hide-input" in cell["metadata"].get("tags", []) and cell["metadata"].get("mystnb") == CHECKED
 
 
+def dump(notebook: dict, like: str) -> str:
+    """The notebook as JSON, written as the file `like` was (escaped or raw unicode), so that a
+    diff shows only what changed."""
+    escaped = json.dumps(json.loads(like), indent=1) + "\n" == like
+    return json.dumps(notebook, indent=1, ensure_ascii=escaped) + "\n"
+
+
 def fold(path: Path) -> int:
     """Tag the check cells of one notebook (untag cells folded as checks that no longer are);
     how many changed."""
-    notebook, changed = json.loads(path.read_text()), 0
+    text = path.read_text()
+    notebook, changed = json.loads(text), 0
     for cell in notebook["cells"]:
         want, meta = is_check_cell(cell), cell["metadata"]
         if want == is_folded(cell):
@@ -67,7 +75,7 @@ def fold(path: Path) -> int:
             if not meta[key]:
                 del meta[key]
     if changed:
-        path.write_text(json.dumps(notebook, indent=1, sort_keys=True) + "\n")
+        path.write_text(dump(notebook, text))
     return changed
 
 
