@@ -148,6 +148,28 @@ def test_interrupt_kills_the_whole_run(unique_target):
     assert f"SHOWN: ['interrupted: stopped all 2 ranks of {script}']" in rest
 
 
+def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target):
+    """SIGKILL runs no cleanup in the notebook's process: the agent and the ranks go anyway
+    (zerobook.lifetime: parent-death signals)."""
+    script = unique_target("wait_forever.py")
+    code = f"import zerobook as zb\nzb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)"
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    for line in parent.stdout:  # wait until the ranks are up
+        if "[zerobook] backend=" in line:
+            break
+    time.sleep(1)
+    assert len(processes_running(str(script))) >= 3  # torchrun and its two ranks
+    parent.kill()
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 15  # torchrun stops its ranks (SIGTERM, then SIGKILL after its grace)
+    while processes_running(str(script)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = processes_running(str(script))
+    for p in left:  # a failing run must not leave them to the next test
+        p.kill()
+    assert left == []
+
+
 def test_a_target_that_does_not_exist_fails_before_anything_starts():
     with pytest.raises(zb.LaunchError, match="no such script"):
         zb.torchrun("no/such/file.py")

@@ -10,6 +10,7 @@ process of the run outlives the call (a crash, a timeout and Ctrl-C included).
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -28,6 +29,7 @@ from pathlib import Path
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
 from zerobook.failures import (TAIL_LINES, LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed, raise_if_unfinished, read_json,
                                timeout_message)
+from zerobook.lifetime import die_with_parent
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
@@ -165,7 +167,7 @@ def _run(command, env, run_id, deadline, stream, target, limited: bool = False) 
 
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=set_limits if limited else None)
+                            preexec_fn=functools.partial(_agent_preexec, os.getpid(), set_limits if limited else None))
     try:
         _pump(proc, deadline, stream)
     except _TimedOut:
@@ -175,6 +177,15 @@ def _run(command, env, run_id, deadline, stream, target, limited: bool = False) 
         kill_run(run_id, proc)
         proc.stdout.close()
     stream.returncode = proc.returncode
+
+
+def _agent_preexec(parent: int, limits) -> None:
+    """In torchrun's agent before it starts (between fork and exec: nothing is imported here):
+    SIGTERM when the notebook's process dies, even by SIGKILL (zerobook.lifetime; the agent then
+    stops its ranks), and the sandbox's limits if given."""
+    die_with_parent(signal.SIGTERM, parent)
+    if limits is not None:
+        limits()
 
 
 class _TimedOut(Exception):

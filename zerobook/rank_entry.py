@@ -19,6 +19,7 @@ import sys
 import traceback
 import warnings
 
+from zerobook.lifetime import die_with_parent
 from zerobook.dist import flush_streams, forget_failure, mark_finished, record_failure, take_token
 
 # torch 2.13 renamed the tensor collectives; the old names still work and warn on every rank.
@@ -79,6 +80,7 @@ def main(argv: list[str]) -> None:
     if not argv:
         sys.exit("usage: python -m zerobook.rank_entry TARGET [ARGS...]")
     token = take_token()  # first: the target's code must not find it
+    die_with_parent(signal.SIGKILL)  # torchrun's agent gone (killed outright): nobody is left to stop this rank
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the launcher's "where are you?" at a timeout
     warnings.filterwarnings("ignore", message=RENAMED_COLLECTIVES, category=FutureWarning)
     forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
