@@ -211,3 +211,21 @@ def test_lab3_a_mean_taken_another_usual_way_is_still_ddps_arithmetic_on_three_r
                       "    master.grad = grad.float() / world_size\n", "    master.grad = grad.float()\n")
     run = zb.grading.run_part("zero", student, "parity", nproc=3)
     assert all(d == 0 for r in run.ranks for d in r["diff"].values()), [r["diff"] for r in run.ranks]
+
+
+def test_each_lab_shows_the_harness_lines_that_run_the_students_file():
+    """zb.grading.harness_source reads the trusted harness as text (no torch in the notebook)."""
+    import json
+    import re
+
+    from conftest import ROOT
+
+    source = zb.grading.harness_source("zero", "StudentZero1", "student_zero2")
+    assert source.startswith("class StudentZero1:") and "def student_zero2(model, student)" in source
+    assert 'call_student(self.student, "zero1_step"' in source
+    with pytest.raises(KeyError, match="defines no nothing_here"):
+        zb.grading.harness_source("zero", "nothing_here")
+    for path in sorted((ROOT / "labs").glob("*/*.ipynb")):
+        shown = [c for c in json.loads(path.read_text())["cells"]
+                 if re.match(r'print\(zb\.grading\.harness_source\("' + path.stem + '"', "".join(c["source"]))]
+        assert len(shown) == 1, path.name

@@ -62,6 +62,21 @@ def reference_script(labs: Path, lab: str) -> str:
     return "".join(cell["source"]).split("\n", 1)[1]
 
 
+def harness_source(lab: str, *names: str) -> str:
+    """The source of the named top-level functions and classes of lab `lab`'s trusted harness
+    (zerobook/labs/LAB.py), read as text: what the grader does with a student's file, shown in the
+    lab without importing torch into the notebook."""
+    from importlib import resources
+
+    text = resources.files("zerobook").joinpath(f"labs/{lab}.py").read_text()
+    found = {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
+             if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise KeyError(f"zerobook/labs/{lab}.py defines no {', '.join(missing)}")
+    return "\n\n\n".join(found[name] for name in names)
+
+
 def function_stubs(student_file: str) -> dict[str, bool] | None:
     """Each top-level function of the student's file -> whether its body is still nbgrader's stub
     (`raise NotImplementedError()`, after an optional docstring); None if the file does not parse
