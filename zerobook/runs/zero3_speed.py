@@ -24,15 +24,18 @@ from zerobook.training import timed_steps
 from zerobook.zero import Prefetch, Zero3AdamW
 from zerobook.zero.timeline import timeline_bars
 
-METHODS = ["ours", "ours_prefetch", "fsdp2", "fsdp2_prefetch"]
+# "ours_backward": backward prefetch one unit ahead and nothing forward, what FSDP2's defaults do on a
+# CPU (its implicit forward prefetch needs CUDA streams): the like-for-like with "fsdp2"
+METHODS = ["ours", "ours_backward", "ours_prefetch", "fsdp2", "fsdp2_prefetch"]
+PREFETCH = {"ours": Prefetch(), "ours_backward": Prefetch(backward="pre"),
+            "ours_prefetch": Prefetch(forward=True, backward="pre")}
 
 
 def build(method: str, config: GPTConfig, me: zb.Rank):
     torch.manual_seed(0)
     model = GPT(config).to(me.device)
     if method.startswith("ours"):
-        prefetch = Prefetch(forward=True, backward="pre") if method == "ours_prefetch" else Prefetch()
-        return model, Zero3AdamW(model, unit_types=(Block,), lr=1e-4, prefetch=prefetch)
+        return model, Zero3AdamW(model, unit_types=(Block,), lr=1e-4, prefetch=PREFETCH[method])
     shard_blocks(model, me)
     blocks = list(model.blocks)
     if method == "fsdp2_prefetch":
