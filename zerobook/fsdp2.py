@@ -5,6 +5,8 @@ are measured by: the bytes a rank keeps, and the full weights.
     kept_bytes(model, optimizer)                    # ours or FSDP2's, storages counted once
     full_weights(model, optimizer)                  # every weight whole (collective), flat fp32
     loss, meter, kept = measured_step(model, optimizer, tokens, reduce)   # one step, metered
+    names = fsdp_ranges(profiler)                   # FSDP2's own profiler ranges, in order
+    all_gather_order(names), peak_gathered(names, unit_bytes)   # which unit, when, how many at once
 """
 from __future__ import annotations
 
@@ -71,3 +73,58 @@ def measured_step(model, optimizer, tokens, reduce=None):
     kept = kept_bytes(model, optimizer)
     optimizer.zero_grad()
     return loss, meter, kept
+
+
+def fsdp_ranges(profiler) -> list[str]:
+    """FSDP2's own torch.profiler ranges ("FSDP::all_gather (blocks.0)", ...) of a profiled
+    region, in the order they opened (an enclosing range before the ranges inside it)."""
+    events = [e for e in profiler.events() if e.name.startswith("FSDP::")]
+    events.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
+    return [e.name for e in events]
+
+
+def unit_of(name: str) -> str:
+    """The unit a range names: "FSDP::all_gather (blocks.0)" -> "blocks.0"; the root's ranges
+    carry no name or "()" -> "root"; "FSDP::backward_prefetch for blocks.1" -> "blocks.1"."""
+    if " for " in name:
+        return name.split(" for ", 1)[1]
+    inside = name.partition(" (")[2].rstrip(")")
+    return inside or "root"
+
+
+def phase_of(name: str) -> str:
+    """What a range is: "all_gather", "pre_forward", "post_backward_reshard", ..."""
+    return name.removeprefix("FSDP::").split(" ", 1)[0]
+
+
+def all_gather_order(names) -> list[dict]:
+    """Every all-gather of `names` (fsdp_ranges), in order: the unit gathered, the pass
+    ("forward" until the first pre_backward), the unit whose hook issued it, and whether it was
+    a prefetch (issued for a unit other than the one about to run)."""
+    order, issuer, phase, prefetch = [], None, "forward", False
+    for name in names:
+        what = phase_of(name)
+        if what in ("pre_forward", "pre_backward"):
+            issuer, prefetch = unit_of(name), False
+            phase = "backward" if what == "pre_backward" else phase
+        elif what.endswith("_prefetch"):
+            prefetch = True
+        elif what == "all_gather":
+            order.append({"unit": unit_of(name), "pass": phase, "by": issuer, "prefetch": prefetch})
+            prefetch = False
+    return order
+
+
+def peak_gathered(names, unit_bytes: dict) -> int:
+    """Largest sum of `unit_bytes` gathered at once: a unit counts from its all-gather to its
+    reshard (post_backward_reshard; post_forward when it is gathered again later, in backward)."""
+    held, peak = set(), 0
+    for i, name in enumerate(names):
+        what, unit = phase_of(name), unit_of(name)
+        gathered_again = any(phase_of(n) == "all_gather" and unit_of(n) == unit for n in names[i:])
+        if what == "all_gather":
+            held.add(unit)
+        elif what == "post_backward_reshard" or (what == "post_forward" and gathered_again):
+            held.discard(unit)
+        peak = max(peak, sum(unit_bytes[u] for u in held))
+    return peak

@@ -1,6 +1,6 @@
 """FSDP2 in practice: what a real job does with `fully_shard`, each measured on the ranks.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.runs.fsdp2_practice --parts meta,dtensor,reshard,accumulate
+    python -m torch.distributed.run --standalone --nproc-per-node 3 -m zerobook.runs.fsdp2_practice --parts meta,dtensor,reshard,accumulate,wrapping,offload,prefetch
 
 Parts (each reports a dict):
   meta        build the model on the meta device (no storage), shard it, `to_empty`, initialise:
@@ -13,15 +13,22 @@ Parts (each reports a dict):
   accumulate  4 micro-batches per step, with and without `set_requires_gradient_sync(False)` on
               the first 3: reduce-scatters per step, the gradients they give, and the unsharded
               gradients FSDP2 keeps between micro-batches when it does not sync
+  wrapping    one unit per block, per Linear, or the whole model: all-gathers and reduce-scatters
+              per step, bytes gathered, and the most bytes gathered at once (FSDP2's profiler ranges)
+  offload     `CPUOffloadPolicy()` as torch sets it (pinned host memory), then unpinned beside no
+              offload: what it refuses, where the shards and gradients live, the same gradients?
+  prefetch    FSDP2's implicit prefetch against explicit `set_modules_to_forward_prefetch` (the next
+              block) and `set_modules_to_backward_prefetch` (the two blocks before): all-gathers in order
 """
 import argparse
 
 import torch
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
+from torch.profiler import ProfilerActivity, profile
 
 import zerobook as zb
 from zerobook.comm import CommMeter
-from zerobook.fsdp2 import local, mesh_of
+from zerobook.fsdp2 import all_gather_order, fsdp_ranges, local, mesh_of, peak_gathered
 from zerobook.models import GPT, GPTConfig, next_token_loss, sinusoidal_positions
 from zerobook.training import rank_batch
 from zerobook.zero.flat import FlatParams
@@ -30,10 +37,11 @@ CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
 BATCH = 4
 
 
-def sharded(model, me, **options):
-    """fully_shard every block, then the root (the course's units), with `options`."""
-    for block in model.blocks:
-        fully_shard(block, mesh=mesh_of(me), **options)
+def sharded(model, me, units=None, **options):
+    """fully_shard each of `units` (every block unless told: the course's units), then the root,
+    with `options`."""
+    for unit in model.blocks if units is None else units:
+        fully_shard(unit, mesh=mesh_of(me), **options)
     return fully_shard(model, mesh=mesh_of(me), **options)
 
 
@@ -136,7 +144,80 @@ def accumulate(me, micro: int = 4) -> dict:
                 full_grad_bytes=sum(p.numel() * 4 for p in GPT(CONFIG).parameters()))
 
 
-PARTS = {"meta": meta, "dtensor": dtensor, "reshard": reshard, "accumulate": accumulate}
+def traced_step(model, me, steps: int = 2) -> dict:
+    """`steps` forward and backward passes, the last metered and profiled (the first
+    initialises FSDP2): its all-gathers in order, each unit's bytes, the peak gathered."""
+    for step in range(steps):
+        with CommMeter() as meter, profile(activities=[ProfilerActivity.CPU]) as prof:
+            next_token_loss(model, rank_batch(CONFIG, BATCH, step, me)).backward()
+    names = fsdp_ranges(prof)
+    order = all_gather_order(names)
+    gathers = [e.bytes for e in meter.events if e.op == "all_gather_into_tensor"]
+    unit_bytes = {o["unit"]: size for o, size in zip(order, gathers, strict=True)}
+    return {"order": order, "unit_bytes": unit_bytes,
+            "peak": peak_gathered(names, unit_bytes),
+            "all_gathers": len(gathers), "gathered_bytes": sum(gathers),
+            "reduce_scatters": meter.summary()["reduce_scatter_tensor"]["calls"]}
+
+
+WRAPPINGS = {"block": lambda model: list(model.blocks),
+             "linear": lambda model: [m for m in model.blocks.modules() if isinstance(m, torch.nn.Linear)],
+             "model": lambda model: []}
+
+
+def wrapping(me) -> dict:
+    """The same model and step, wrapped as each of WRAPPINGS says (then the root)."""
+    out = {}
+    for name, units in WRAPPINGS.items():
+        model = GPT(CONFIG)
+        out[name] = traced_step(sharded(model, me, units(model)), me)
+    return out
+
+
+def refusal(me, **options) -> str | None:
+    """fully_shard with `options`: None if accepted, else the error's type and message."""
+    try:
+        sharded(GPT(CONFIG), me, **options)
+    except RuntimeError as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def offload(me) -> dict:
+    """CPUOffloadPolicy() (pinned host memory) tried; then pin_memory=False beside no offload: the
+    devices of the shards and gradients, the collectives, and whether the gradients are equal."""
+    runs = {}
+    for name, options in (("none", {}), ("unpinned", {"offload_policy": CPUOffloadPolicy(pin_memory=False)})):
+        torch.manual_seed(0)
+        model = sharded(GPT(CONFIG), me, **options)
+        with CommMeter() as meter:
+            next_token_loss(model, rank_batch(CONFIG, BATCH, 0, me)).backward()
+        shards = [local(p) for p in model.parameters()] + [local(p.grad) for p in model.parameters()]
+        runs[name] = {"devices": sorted({str(t.device) for t in shards}),
+                      "calls": {op: e["calls"] for op, e in meter.summary().items()},
+                      "grads": torch.cat([local(p.grad).reshape(-1).cpu() for p in model.parameters()])}
+    same = torch.equal(runs["none"].pop("grads"), runs["unpinned"].pop("grads"))
+    return dict(runs, pinned=refusal(me, offload_policy=CPUOffloadPolicy()), same_grads=same,
+                device=me.device)
+
+
+def prefetch(me, ahead_backward: int = 2) -> dict:
+    """Blocks as units: FSDP2's implicit prefetch, then explicit (each block prefetches
+    the next in forward and the `ahead_backward` before it in backward)."""
+    out = {}
+    for explicit in (False, True):
+        model = sharded(GPT(CONFIG), me)
+        blocks = list(model.blocks)
+        for i, block in enumerate(blocks if explicit else []):
+            block.set_modules_to_forward_prefetch(blocks[i + 1:i + 2])
+            before = blocks[max(i - ahead_backward, 0):i]
+            block.set_modules_to_backward_prefetch(before[::-1])  # the nearest first
+        out["explicit" if explicit else "implicit"] = traced_step(model, me)
+    return dict(out, ahead_backward=ahead_backward)
+
+
+PARTS = {"meta": meta, "dtensor": dtensor, "reshard": reshard, "accumulate": accumulate,
+         "wrapping": wrapping, "offload": offload, "prefetch": prefetch}
 
 
 def main() -> None:
