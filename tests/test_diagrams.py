@@ -49,9 +49,18 @@ CHARTS = {
     "shard_layout": lambda: diagrams.shard_layout_chart(tiny_flat(), ["W1", "b1", "g", "B", "W2", "b2"]),
     "stacked_bytes": lambda: diagrams.stacked_bytes_chart(diagrams.model_states_rows(7.5e9, 64)),
     "unit_timeline": lambda: diagrams.unit_timeline_chart(EVENTS, {"blocks.0": 10}),
+    "all_reduce": lambda: diagrams.all_reduce_chart([{"rank": r, "contribution": r + 1, "total": 10} for r in range(4)]),
+    "resume": lambda: diagrams.resume_chart({str(s): 5 - s / 10 for s in range(10)},
+                                            {str(s): 5 - s / 10 for s in range(6, 10)}, start=6, kill_step=7),
 }
 
 
 @pytest.mark.parametrize("name", CHARTS)
 def test_every_diagram_is_legible_in_the_books_column(name):
     assert plots.rendered_text_px(CHARTS[name]()) >= 9
+
+
+def test_the_resume_chart_draws_every_step_of_both_runs():
+    fig = CHARTS["resume"]()
+    never, resumed = fig.axes[0].get_lines()[:2]
+    assert list(never.get_xdata()) == list(range(10)) and list(resumed.get_xdata()) == [6, 7, 8, 9]
