@@ -115,6 +115,11 @@ def model_states_rows(num_params: float, world_size: int, stages=memory.STAGES) 
     return rows
 
 
+def amount(x: float) -> str:
+    """A number as a label: three significant digits, thousands grouped (1,257 rather than 1.26e+03)."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def stacked_bytes_chart(rows: dict[str, dict[str, float]], unit: float = memory.GB, unit_name: str = "GB",
                         title: str = "", xlabel: str = "model states per GPU"):
     """Horizontal bars, one per row (name -> kind -> bytes), stacked by kind, each segment and
@@ -130,12 +135,13 @@ def stacked_bytes_chart(rows: dict[str, dict[str, float]], unit: float = memory.
                           label=None if kind in seen else KIND_NAMES.get(kind, kind))
             seen.add(kind)
             if value / unit > 0.12 * largest:
-                ax.bar_label(bar, labels=[f"{value / unit:.3g}"], label_type="center", color="white")
+                ax.bar_label(bar, labels=[amount(value / unit)], label_type="center", color="white")
             left += value / unit
-        ax.text(left + 0.01 * largest, y, f"{left:.3g} {unit_name}", va="center")
-    ax.set(yticks=range(len(rows)), yticklabels=list(rows), xlim=(0, 1.18 * largest), ylim=(len(rows) - 0.5, -0.5),
+        ax.text(left + 0.01 * largest, y, f"{amount(left)} {unit_name}", va="center")
+    ax.set(yticks=range(len(rows)), yticklabels=list(rows), xlim=(0, 1.22 * largest), ylim=(len(rows) - 0.5, -0.5),
            xlabel=f"{xlabel} ({unit_name})", title=title)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(3, len(kinds)), frameon=False)
+    if len(kinds) > 1:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(3, len(kinds)), frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
     return fig
 
