@@ -68,7 +68,7 @@ def max_model_size_chart(devices_gb=(80, 32), world_sizes=tuple(2**k for k in ra
            title="Model states only (16 bytes/parameter), no activations")
     ax.set_xticks(world_sizes, [str(n) for n in world_sizes])
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(ncol=2)
+    ax.legend(ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.15), frameon=False)  # below: no line there
     return fig
 
 
@@ -188,7 +188,7 @@ def gradient_bytes_chart(held: dict[str, list[int]], lines: dict[str, float], ti
     ax.set(xlabel="gradients produced so far in the step (parameter tensors, all micro-batches)",
            ylabel="gradient bytes held (KiB)", title=title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     fig.tight_layout()
     return fig
 
