@@ -35,6 +35,23 @@ def test_committed_without_outputs(path):
     assert not dirty, f"{path.name}: cells {dirty} have outputs; strip them before committing"
 
 
+CHAPTERS = [p for p in NOTEBOOKS if p.parts[-2] == "chapters"]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_has_a_captioned_figure_that_its_text_refers_to(path):
+    cells = load(path)["cells"]
+    figures = [c["metadata"]["mystnb"]["figure"] for c in cells if "figure" in c["metadata"].get("mystnb", {})]
+    prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert figures and all(f.get("caption") for f in figures), f"{path.stem}: no captioned figure"
+    unreferenced = [f["name"] for f in figures if f"`{f['name']}`" not in prose and f["name"] not in OLDER]
+    assert not unreferenced, f"{path.stem}: figures not referred to in the text: {unreferenced}"
+
+
+OLDER = {"fig-ps-vs-ring", "fig-redundancy", "fig-max-model", "fig-gantt", "fig-ring-steps", "fig-bandwidth",
+         "fig-scaling", "fig-grad-bytes", "fig-predicted-steps", "fig-roofline"}  # drawn before figures had to be referred to; refer to them when their prose is next edited
+
+
 def test_every_chapter_is_in_the_table_of_contents():
     chapters = {str(p.relative_to(ROOT).with_suffix("")) for p in NOTEBOOKS if p.parts[-2] == "chapters"}
     assert chapters <= toc_files(), chapters - toc_files()

@@ -26,7 +26,7 @@ def test_importing_zerobook_loads_neither_torch_nor_the_launcher_nor_matplotlib(
 
 def test_the_notebook_sides_figures_tables_and_launcher_load_no_torch():
     """A chapter's kernel imports torch only if the chapter uses it (about 1.3 CPU seconds)."""
-    code = ("import sys, zerobook.plots, zerobook.widgets, zerobook.launch, zerobook.grading; "
+    code = ("import sys, zerobook.plots, zerobook.diagrams, zerobook.widgets, zerobook.launch, zerobook.grading; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stdout + out.stderr
@@ -39,7 +39,7 @@ def test_a_rank_loads_nothing_of_the_notebook_side():
 
 
 PACKAGE = ROOT / "zerobook"
-NOTEBOOK_SIDE = {"zerobook.launch", "zerobook.failures", "zerobook.plots", "zerobook.widgets",
+NOTEBOOK_SIDE = {"zerobook.launch", "zerobook.failures", "zerobook.plots", "zerobook.diagrams", "zerobook.widgets",
                  "zerobook.grading", "zerobook.cluster", "zerobook.sandbox", "zerobook.classroom",
                  "zerobook.clean_score", "zerobook.feedback", "zerobook.run_cache"}  # the instructor's grading
 

@@ -14,7 +14,26 @@ EVENTS = [Event(0.000, "gather", "blocks.0", 10), Event(0.001, "compute", "block
           Event(0.003, "computed", "blocks.0", 0), Event(0.004, "gather (backward)", "blocks.0", 10),
           Event(0.005, "backward", "blocks.0", 10), Event(0.007, "reduce-scatter", "blocks.0", 10),
           Event(0.008, "reduced", "blocks.0", 0)]
-TRACE = [[{"phase": "reduce-scatter", "step": 0, "holding": [1, 3]}], [{"phase": "reduce-scatter", "step": 0, "holding": [3, 2]}]]
+
+
+def ring_trace(world_size: int) -> list[list[dict]]:
+    """What ring_all_reduce's trace records, simulated on bit masks: rank k contributes 2**k, and
+    at step s rank r passes chunk (r - s) mod N (reduce-scatter: added; all-gather: copied)."""
+    holding = [[2**r] * world_size for r in range(world_size)]
+    traces = [[] for _ in range(world_size)]
+    for phase in ("reduce-scatter", "all-gather"):
+        for step in range(world_size - 1):
+            shift = step if phase == "reduce-scatter" else step - 1
+            sent = [(r, (r - shift) % world_size, holding[r][(r - shift) % world_size]) for r in range(world_size)]
+            for r, chunk, value in sent:
+                to = (r + 1) % world_size
+                holding[to][chunk] = holding[to][chunk] | value if phase == "reduce-scatter" else value
+            for r in range(world_size):
+                traces[r].append({"phase": phase, "step": step, "holding": list(holding[r])})
+    return traces
+
+
+TRACE = ring_trace(4)
 ROWS = [{"impl": "ring", "world_size": 2, "bytes": b, "seconds": 1e-4 + b / 1e9} for b in (1e3, 1e5, 1e7)]
 
 CHARTS = {
@@ -49,5 +68,26 @@ def test_every_chart_draws_in_the_palette(name):
     allowed = {mcolors.to_hex(c) for c in plots.PALETTE.values()} | {mcolors.to_hex(g) for g in GREYS}
     used = {mcolors.to_hex(line.get_color()) for ax in fig.axes for line in ax.get_lines()}
     used |= {mcolors.to_hex(p.get_facecolor()) for ax in fig.axes for p in ax.patches}
-    used |= {mcolors.to_hex(c) for ax in fig.axes for coll in ax.collections for c in coll.get_facecolor()}
+    used |= {mcolors.to_hex(c) for ax in fig.axes for coll in ax.collections for c in coll.get_facecolor()
+             if coll.get_array() is None}  # a colour-mapped grid (a sequential scale) aside
     assert used <= allowed, used - allowed
+
+
+@pytest.mark.parametrize("name", CHARTS)
+def test_every_chart_is_legible_in_the_books_column(name):
+    """No text under 9 CSS px where the book shows the figure (column ~700 px, SVG 96 px/in)."""
+    assert plots.rendered_text_px(CHARTS[name]()) >= 9
+
+
+def test_a_wide_figure_is_shrunk_to_the_column_and_its_text_with_it():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(14, 3))
+    ax.set_title("title", fontsize=9)
+    ax.tick_params(labelsize=9)
+    width_in = fig.get_tightbbox(fig.canvas.get_renderer()).width + 0.2
+    assert plots.rendered_text_px(fig) == pytest.approx(9 / 72 * plots.COLUMN_PX / width_in)
+    assert plots.rendered_text_px(fig) < 9  # what the old ring chart did to its digits
+    narrow, ax = plt.subplots(figsize=(5, 3))
+    ax.set_title("title", fontsize=9)
+    assert plots.rendered_text_px(narrow) == pytest.approx(9 * plots.CSS_PX_PER_INCH / 72)

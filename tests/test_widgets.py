@@ -39,6 +39,13 @@ def read(browser, root_id):
     return float(root.get_attribute("data-total-bytes")), rects, root
 
 
+def stacked(browser, root) -> float:
+    """The height of the first GPU's bar: its three bands stacked (the first of each kind)."""
+    return browser.execute_script(
+        "return ['params', 'grads', 'optimizer'].map(k => +arguments[0].querySelector(`rect[data-kind=${k}]`)"
+        ".getAttribute('height')).reduce((a, b) => a + b)", root)
+
+
 def test_moving_the_stage_slider_in_chromium_redraws_with_the_calculators_numbers(tmp_path):
     page = tmp_path / "explorer.html"
     html = widgets.stage_explorer(num_params=7.5e9, world_size=64, stage=0)._repr_html_()
@@ -48,6 +55,7 @@ def test_moving_the_stage_slider_in_chromium_redraws_with_the_calculators_number
     try:
         browser.get(page.as_uri())
         total, bars, root = read(browser, root_id)
+        stacked_at_stage_0 = stacked(browser, root)
         assert total == pytest.approx(memory.model_state_bytes(7.5e9, stage=0, world_size=64).total, rel=1e-12)
         slider = root.find_element("css selector", "[data-role=stage]")
         for stage in (1, 2, 3):
@@ -57,7 +65,10 @@ def test_moving_the_stage_slider_in_chromium_redraws_with_the_calculators_number
             assert new_total == pytest.approx(expected, rel=1e-12)
             assert new_total < total
             total = new_total
-        assert new_bars[0] < bars[0]  # the optimizer band collapsed
+        # the axis follows the data: stage 3's 1.9 GB fills as much of it as DDP's 120 GB did
+        assert stacked(browser, root) == pytest.approx(stacked_at_stage_0, rel=1e-9)
+        assert new_bars[0] / stacked(browser, root) == pytest.approx(12 / 16)  # the optimizer's share
+        assert "off the scale" in root.text
         assert "fits in 80.0 GB" in root.find_element("css selector", "[data-out=summary]").text
         logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert not logs, logs
