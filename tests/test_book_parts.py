@@ -1,0 +1,138 @@
+"""The book's labs part, its pointers from the chapters, and the buttons that wait for a repository.
+
+The lab pages show each lab's student version (zerobook.grading.student_version, written to
+book/labs/ by `make book` and make test's book phase); the tests marked `book` read the built pages.
+"""
+import html
+import importlib.util
+import json
+import re
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from test_book import HTML, needs_book, page_html
+from zerobook import grading
+
+LABS = ROOT / "labs"
+GUIDE = ROOT / "book" / "how_to_use.md"
+
+
+def chapters_of_each_lab() -> dict[str, list[str]]:
+    """book/how_to_use.md's table: lab -> the chapters it practises (column "after the chapters")."""
+    table = {}
+    for row in GUIDE.read_text().splitlines():
+        folder = re.search(r"`labs/(\w+)/`", row)
+        if folder and row.startswith("|"):
+            table[folder.group(1)] = re.findall(r"\{doc\}`\.\./(chapters/\w+)`", row.split("|")[3])
+    return table
+
+
+def secret_lines(lab: str) -> set[str]:
+    """Lines of the lab's reference solutions and hidden tests that its student version lacks."""
+    student = "\n".join(cell.source for cell in grading.student_version(LABS, lab).cells)
+    secret = set()
+    for cell in json.loads((LABS / lab / f"{lab}.ipynb").read_text())["cells"]:
+        source = "".join(cell["source"])
+        regions = [r[1] for r in re.findall(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", source, re.S)]
+        if not regions and cell["cell_type"] == "markdown" and cell["metadata"].get("nbgrader", {}).get("solution"):
+            regions = [source]  # a written answer: the whole cell is the model answer
+        secret |= {line.strip() for region in regions for line in region.splitlines()}
+    return {line for line in secret if line not in student}  # "" and ")" are in it too
+
+
+def page_text(page: str) -> str:
+    """A built page as its reader reads it: tags dropped (code keeps its lines), entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page_html(page)))
+
+
+def article(page: str) -> str:
+    """The page's own content, without the sidebar that links every page."""
+    return page_html(page).split('<article class="bd-article"', 1)[1].split("</article>", 1)[0]
+
+
+def test_the_guide_maps_every_lab_to_chapters():
+    assert sorted(chapters_of_each_lab()) == grading.lab_names(LABS)
+    assert all(chapters_of_each_lab().values())
+
+
+@pytest.mark.parametrize("lab", grading.lab_names(LABS))
+def test_student_version_keeps_the_stubs_and_drops_solutions_and_hidden_tests(lab):
+    notebook = grading.student_version(LABS, lab)
+    source = "\n".join(cell.source for cell in notebook.cells)
+    assert "BEGIN SOLUTION" not in source and "HIDDEN TESTS" not in source
+    assert "raise NotImplementedError()" in source
+    assert secret_lines(lab), "the instructor notebook has solutions to hide"
+
+
+@pytest.mark.grading
+def test_student_version_is_what_release_hands_out(tmp_path):
+    """The book's copy equals nbgrader's release, cell for cell (Lab 0)."""
+    grading.release(LABS, tmp_path, only=["setup_check"])
+    released = json.loads((tmp_path / "release" / "setup_check" / "setup_check.ipynb").read_text())
+    ours = grading.student_version(LABS, "setup_check")
+    assert ["".join(c["source"]) for c in released["cells"]] == [c.source for c in ours.cells]
+
+
+def test_the_labs_part_lists_every_lab_and_is_not_executed(tmp_path):
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    part = next(p for p in toc["parts"] if p["caption"] == "Labs")
+    assert sorted(c["file"] for c in part["chapters"]) == [f"book/labs/{lab}" for lab in grading.lab_names(LABS)]
+    assert [p["caption"] for p in toc["parts"]][-2:] == ["Labs", "Reference"]
+    written = grading.book_labs(LABS, tmp_path)
+    assert all(json.loads(p.read_text())["metadata"]["mystnb"] == {"execution_mode": "off"} for p in written)
+
+
+@pytest.mark.parametrize("lab, chapter", [(lab, c) for lab, cs in chapters_of_each_lab().items() for c in cs])
+def test_each_chapter_ends_with_a_pointer_to_its_lab(lab, chapter):
+    last = json.loads((ROOT / f"{chapter}.ipynb").read_text())["cells"][-1]
+    assert last["cell_type"] == "markdown" and f"{{doc}}`../book/labs/{lab}`" in "".join(last["source"])
+
+
+def load_extension(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "book" / "_ext" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("url", ["", "https://github.com/someone/zero-from-scratch"])
+def test_repository_and_launch_buttons_appear_only_with_a_repository_url(url):
+    from types import SimpleNamespace
+
+    buttons = load_extension("repository_buttons")
+    launch = {"notebook_interface": "jupyterlab", "colab_url": "https://colab.research.google.com"}
+    config = SimpleNamespace(html_theme_options={"repository_url": url, "launch_buttons": dict(launch)})
+    buttons.show_when_published(None, config)
+    assert config.html_theme_options["use_repository_button"] == bool(url)
+    assert ("colab_url" in config.html_theme_options["launch_buttons"]) == bool(url)
+
+
+def test_no_placeholder_repository_is_shipped():
+    assert yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"] == ""
+
+
+@needs_book
+@pytest.mark.book
+@pytest.mark.parametrize("lab", grading.lab_names(LABS))
+def test_lab_page_shows_the_student_version_only(lab):
+    text = page_text(f"book/labs/{lab}")
+    assert "raise NotImplementedError()" in text and "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+    leaked = [line for line in secret_lines(lab) if line in text]
+    assert not leaked, f"the page shows lines of the solution or hidden tests: {leaked[:5]}"
+
+
+@needs_book
+@pytest.mark.book
+@pytest.mark.parametrize("lab, chapter", [(lab, c) for lab, cs in chapters_of_each_lab().items() for c in cs])
+def test_each_chapter_page_links_to_its_lab(lab, chapter):
+    assert f'href="../book/labs/{lab}.html"' in article(chapter)
+    assert (HTML / "book" / "labs" / f"{lab}.html").is_file()
+
+
+@needs_book
+@pytest.mark.book
+def test_the_shipped_book_has_no_repository_or_launch_buttons():
+    for page in ("chapters/launching", "book/labs/setup_check"):
+        assert "launch-buttons" not in page_html(page) and "fa-github" not in page_html(page)
