@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  := torch==2.13.0
 
-.PHONY: install book test test-grading test-all test-quick gpu-check release grade clean
+.PHONY: install book pdf test test-grading test-all test-quick gpu-check release grade clean
 
 install: $(STAMP)
 
@@ -43,6 +43,13 @@ book: $(STAMP)
 	$(LABS_FOR_BOOK)
 	$(BOOK)
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
+
+# The book as one PDF, offline: headless Chromium prints each page of the built book in the table
+# of contents' order and pypdf merges them (book/pdf.py), into _build/pdf/book.pdf and the HTML
+# output's _static/book.pdf, which the intro links to. Builds the book first if it is not built.
+pdf: $(STAMP)
+	test -f _build/html/index.html || $(MAKE) book
+	$(PY) book/pdf.py
 
 # Each notebook is executed once: nbval runs every chapter and every lab's instructor notebook
 # (its solutions and hidden tests: full marks) beside the unit tests, the launcher's failure modes

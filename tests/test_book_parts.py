@@ -4,6 +4,7 @@ The lab pages show each lab's student version (zerobook.grading.student_version,
 book/labs/ by `make book` and make test's book phase); the tests marked `book` read the built pages.
 """
 import html
+import os
 import importlib.util
 import json
 import re
@@ -90,8 +91,9 @@ def test_each_chapter_ends_with_a_pointer_to_its_lab(lab, chapter):
     assert last["cell_type"] == "markdown" and f"{{doc}}`../book/labs/{lab}`" in "".join(last["source"])
 
 
-def load_extension(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "book" / "_ext" / f"{name}.py")
+def load_module(path):
+    """A module of the book's tooling (book/_ext, book/pdf.py: not a package)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -101,7 +103,7 @@ def load_extension(name: str):
 def test_repository_and_launch_buttons_appear_only_with_a_repository_url(url):
     from types import SimpleNamespace
 
-    buttons = load_extension("repository_buttons")
+    buttons = load_module(ROOT / "book" / "_ext" / "repository_buttons.py")
     launch = {"notebook_interface": "jupyterlab", "colab_url": "https://colab.research.google.com"}
     config = SimpleNamespace(html_theme_options={"repository_url": url, "launch_buttons": dict(launch)})
     buttons.show_when_published(None, config)
@@ -136,3 +138,84 @@ def test_each_chapter_page_links_to_its_lab(lab, chapter):
 def test_the_shipped_book_has_no_repository_or_launch_buttons():
     for page in ("chapters/launching", "book/labs/setup_check"):
         assert "launch-buttons" not in page_html(page) and "fa-github" not in page_html(page)
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def titles_found(reader) -> list[tuple[str, bool]]:
+    """Each bookmark's title (its number dropped), and whether its page's text holds it."""
+    found = []
+    for item in reader.outline:
+        name = re.sub(r"^[\d.]+ ", "", item.title)
+        page = reader.pages[reader.get_destination_page_number(item)]
+        found.append((name, words(name) in words(page.extract_text())))
+    return found
+
+
+@needs_book
+@pytest.mark.book
+def test_pages_print_to_one_pdf_with_a_bookmark_and_the_title_of_each(tmp_path):
+    """book/pdf.py's printing and merging on two pages (make pdf does every page: `make pdf`)."""
+    from pypdf import PdfReader
+
+    from browser import chromium
+
+    pdf = load_module(ROOT / "book" / "pdf.py")
+    pages = [HTML / "book" / "intro.html", HTML / "chapters" / "launching.html"]
+    parts = [(pdf.title(p), pdf.print_page(chromium(), p, tmp_path / f"{i}.pdf")) for i, p in enumerate(pages)]
+    count = pdf.merge(parts, tmp_path / "book.pdf")
+    reader = PdfReader(tmp_path / "book.pdf")
+    assert count == len(reader.pages) > len(pages)
+    assert [t for t, _ in titles_found(reader)] == [re.sub(r"^[\d.]+ ", "", t) for t, _ in parts]
+    assert all(found for _, found in titles_found(reader)), titles_found(reader)
+
+
+@pytest.mark.book
+@pytest.mark.skipif(not (ROOT / "_build" / "pdf" / "book.pdf").is_file(), reason="no PDF: run `make pdf`")
+def test_the_book_pdf_holds_every_page_of_the_toc_and_the_intro_links_to_it():
+    from pypdf import PdfReader
+
+    pdf = load_module(ROOT / "book" / "pdf.py")
+    reader = PdfReader(pdf.PDF)
+    pages = pdf.toc_pages(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    assert len(reader.outline) == len(pages) and len(reader.pages) >= len(pages)
+    assert all(found for _, found in titles_found(reader)), titles_found(reader)
+    assert pdf.PUBLISHED.read_bytes() == pdf.PDF.read_bytes()
+    link = os.path.relpath(pdf.PUBLISHED, HTML / "book")
+    assert f'href="{link}"' in page_html("book/intro")
+
+
+WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
+
+
+def workflow_steps() -> list[dict]:
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    return [step for job in jobs.values() for step in job["steps"]]
+
+
+def test_the_pages_workflow_builds_with_the_readme_s_command_and_deploys():
+    readme = (ROOT / "README.md").read_text().split("## Publishing the book", 1)[1].split("\n## ", 1)[0]
+    command = re.search(r"```bash\n([^#\n]+?)\s*(#.*)?\n```", readme).group(1)
+    steps = workflow_steps()
+    assert command in [s.get("run") for s in steps]
+    used = [s["uses"].split("@")[0] for s in steps if "uses" in s]
+    assert used == ["actions/checkout", "actions/setup-python", "actions/upload-pages-artifact",
+                    "actions/deploy-pages"]
+
+
+@pytest.mark.parametrize("url", ["", "https://github.com/someone/zero-from-scratch"])
+def test_the_pages_workflow_reads_the_repository_url_as_the_book_does(url, tmp_path):
+    """Its first step's shell reads _config.yml's repository.url: empty, nothing is published."""
+    import subprocess
+
+    text = (ROOT / "_config.yml").read_text()  # as shipped: empty
+    if url:
+        text = text.replace('  url: ""', f"  url: {url}", 1)
+        assert yaml.safe_load(text)["repository"]["url"] == url
+    (tmp_path / "_config.yml").write_text(text)
+    step = next(s for s in workflow_steps() if s.get("id") == "published")
+    subprocess.run(["bash", "-c", step["run"]], cwd=tmp_path, check=True,
+                   env=dict(os.environ, GITHUB_OUTPUT=str(tmp_path / "out")))
+    assert (tmp_path / "out").read_text() == f"url={url}\n"
