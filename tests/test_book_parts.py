@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from test_book import HTML, needs_book, page_html
+from test_book import HTML, browser, load, needs_book, page_html  # noqa: F401 - browser: a fixture
 from zerobook import grading
 
 LABS = ROOT / "labs"
@@ -185,6 +185,21 @@ def test_the_book_pdf_holds_every_page_of_the_toc_and_the_intro_links_to_it():
     assert pdf.PUBLISHED.read_bytes() == pdf.PDF.read_bytes()
     link = os.path.relpath(pdf.PUBLISHED, HTML / "book")
     assert f'href="{link}"' in page_html("book/intro")
+
+
+@needs_book
+@pytest.mark.book
+def test_search_lists_the_glossary_once_named_after_the_term(browser):
+    """book/_static/zerobook.js: the term's hit, not the page's too (both were titled "Glossary")."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    load(browser, "search.html", "?q=rank")
+    WebDriverWait(browser, 20).until(lambda b: "Search finished" in "".join(
+        e.text for e in b.find_elements("css selector", "#search-results .search-summary")))
+    links = [a for a in browser.find_elements("css selector", "#search-results li > a")]
+    glossary = [(a.text, a.get_attribute("href").split("/")[-1]) for a in links if "glossary.html" in a.get_attribute("href")]
+    assert glossary == [("Glossary › rank", "glossary.html#term-rank")]
+    assert len(links) > 2
 
 
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
