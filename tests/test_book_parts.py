@@ -1,12 +1,13 @@
-"""The book's labs part, its pointers from the chapters, and the buttons that wait for a repository.
+"""The book's parts beside the chapters: the labs (student versions), the PDF, the search page's
+glossary hits, and the buttons and publishing workflow that wait for a repository URL.
 
 The lab pages show each lab's student version (zerobook.grading.student_version, written to
 book/labs/ by `make book` and make test's book phase); the tests marked `book` read the built pages.
 """
 import html
-import os
 import importlib.util
 import json
+import os
 import re
 
 import pytest
@@ -140,8 +141,11 @@ def test_the_shipped_book_has_no_repository_or_launch_buttons():
         assert "launch-buttons" not in page_html(page) and "fa-github" not in page_html(page)
 
 
-def words(text: str) -> str:
-    return " ".join(text.split())
+def letters(text: str) -> str:
+    """Text without spaces or line breaks, ligatures undone ("ﬄ"): as a PDF's text compares."""
+    import unicodedata
+
+    return "".join(unicodedata.normalize("NFKC", text).split())
 
 
 def titles_found(reader) -> list[tuple[str, bool]]:
@@ -150,7 +154,7 @@ def titles_found(reader) -> list[tuple[str, bool]]:
     for item in reader.outline:
         name = re.sub(r"^[\d.]+ ", "", item.title)
         page = reader.pages[reader.get_destination_page_number(item)]
-        found.append((name, words(name) in words(page.extract_text())))
+        found.append((name, letters(name) in letters(page.extract_text())))
     return found
 
 

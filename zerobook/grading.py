@@ -124,6 +124,8 @@ def book_labs(labs: Path, out: Path) -> list[Path]:
     import nbformat
 
     out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.ipynb"):  # a lab renamed or removed leaves no page behind
+        stale.unlink()
     written = []
     for lab in lab_names(labs):
         notebook = student_version(labs, lab)
