@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  := torch==2.13.0
 
-.PHONY: install book test test-grading test-all test-quick gpu-check release grade clean
+.PHONY: install book pdf test test-grading test-all test-quick gpu-check release grade clean
 
 install: $(STAMP)
 
@@ -22,6 +22,8 @@ $(STAMP): requirements.txt pyproject.toml
 # never keeps a table of contents from before a chapter was added.
 BOOK   := $(VENV)/bin/jupyter-book build . -W -n --keep-going --all
 CACHE  := _build/.jupyter_cache
+# The labs' student versions, which the book shows (not executed): labs/ -> book/labs/.
+LABS_FOR_BOOK := $(PY) -m zerobook.grading book
 # pytest with nbval (--nbval-lax: a cell that raises fails; outputs are not compared) and the
 # plugin that keeps each notebook nbval executed for the book (tests/nbcache.py); test files run in
 # parallel, one file (one notebook) per worker at a time, one worker more than there are cores:
@@ -38,8 +40,16 @@ LAB0   := --ignore=labs/setup_check/setup_check.ipynb
 # raises or warns fails the build.
 book: $(STAMP)
 	rm -rf $(CACHE)
+	$(LABS_FOR_BOOK)
 	$(BOOK)
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
+
+# The book as one PDF, offline: headless Chromium prints each page of the built book in the table
+# of contents' order and pypdf merges them (book/pdf.py), into _build/pdf/book.pdf and the HTML
+# output's _static/book.pdf, which the intro links to. Builds the book first if it is not built.
+pdf: $(STAMP)
+	test -f _build/html/index.html || $(MAKE) book
+	$(PY) book/pdf.py
 
 # Each notebook is executed once: nbval runs every chapter and every lab's instructor notebook
 # (its solutions and hidden tests: full marks) beside the unit tests, the launcher's failure modes
@@ -49,7 +59,7 @@ test: $(STAMP)
 	@mkdir -p _build && rm -rf $(CACHE)
 	@$(PHASES) \
 	  "tests and notebooks" "$(PYTEST) tests chapters labs $(LAB0) -m 'not book and not slow'" \
-	  "book" "$(BOOK) > _build/book.log 2>&1 || (tail -n 80 _build/book.log; exit 1)" \
+	  "book" "$(LABS_FOR_BOOK) && $(BOOK) > _build/book.log 2>&1 || (tail -n 80 _build/book.log; exit 1)" \
 	  "book tests" "$(PY) -m pytest tests -m book"
 
 # The instructor's full grading round trip of every lab after Lab 0 (release, submit the

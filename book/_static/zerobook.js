@@ -16,3 +16,25 @@ document.addEventListener("DOMContentLoaded", () => {
     }
   }
 });
+
+// Sphinx's search (searchtools.js) listed the glossary twice under one title, "Glossary": once for
+// the term's index entry (linked to the term) and once for the page's text. Keep the term's hit,
+// named after its term ("Glossary › rank"), and drop the page's. Results come best last.
+document.addEventListener("DOMContentLoaded", () => {
+  if (typeof Search === "undefined") return;  // not the search page
+  const perform = Search._performSearch;
+  const isTerm = (result) => result[2].startsWith("#term-");
+  const termName = ([docName, , anchor]) => {
+    const file = Search._index.docnames.indexOf(docName);
+    const entry = Object.entries(Search._index.indexentries)
+      .find(([, found]) => found.some(([f, id]) => f === file && `#${id}` === anchor));
+    return entry ? entry[0] : anchor.slice("#term-".length);
+  };
+  Search._performSearch = (...args) => {
+    const results = perform(...args);
+    const withTerms = new Set(results.filter(isTerm).map((result) => result[0]));
+    return results
+      .filter((result) => result[2] || !withTerms.has(result[0]))
+      .map((result) => isTerm(result) ? [result[0], `${result[1]} › ${termName(result)}`, ...result.slice(2)] : result);
+  };
+});
