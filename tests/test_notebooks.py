@@ -38,7 +38,7 @@ def test_committed_without_outputs(path):
 CHAPTERS = [p for p in NOTEBOOKS if p.parts[-2] == "chapters"]
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in CHAPTERS if not p.stem.startswith("appendix_")], ids=lambda p: p.stem)
 def test_every_chapter_has_a_captioned_figure_that_its_text_refers_to(path):
     cells = load(path)["cells"]
     figures = [c["metadata"]["mystnb"]["figure"] for c in cells if "figure" in c["metadata"].get("mystnb", {})]
@@ -55,7 +55,7 @@ OLDER = {"fig-ps-vs-ring", "fig-redundancy", "fig-max-model", "fig-gantt", "fig-
 def test_every_chapter_is_in_the_table_of_contents():
     chapters = {str(p.relative_to(ROOT).with_suffix("")) for p in NOTEBOOKS if p.parts[-2] == "chapters"}
     assert chapters <= toc_files(), chapters - toc_files()
-    for entry in toc_files():
+    for entry in toc_files() - {e for e in toc_files() if e.startswith("book/labs/")}:  # made at build time
         assert any((ROOT / entry).with_suffix(s).exists() for s in (".md", ".ipynb")), entry
 
 
