@@ -49,7 +49,8 @@ def is_check_cell(cell: dict) -> bool:
 
 
 def is_folded(cell: dict) -> bool:
-    return "hide-input" in cell["metadata"].get("tags", []) and cell["metadata"].get("mystnb") == CHECKED
+    prompts = {k: v for k, v in cell["metadata"].get("mystnb", {}).items() if k in CHECKED}
+    return "hide-input" in cell["metadata"].get("tags", []) and prompts == CHECKED
 
 
 def dump(notebook: dict, like: str) -> str:
@@ -70,7 +71,8 @@ def fold(path: Path) -> int:
             continue
         tags = [t for t in meta.get("tags", []) if t != "hide-input"]
         meta["tags"], changed = tags + ["hide-input"] if want else tags, changed + 1
-        meta["mystnb"] = CHECKED if want else {k: v for k, v in meta.get("mystnb", {}).items() if k not in CHECKED}
+        others = {k: v for k, v in meta.get("mystnb", {}).items() if k not in CHECKED}  # a figure's caption stays
+        meta["mystnb"] = {**others, **CHECKED} if want else others
         for key in ("tags", "mystnb"):
             if not meta[key]:
                 del meta[key]

@@ -32,3 +32,15 @@ def test_fold_tags_check_cells_and_unfolds_cells_that_became_teaching(tmp_path):
     folded = json.loads(path.read_text())["cells"]
     assert [is_folded(c) for c in folded] == [True, False, False]
     assert folded[1]["metadata"] == {} and fold(path) == 0
+
+
+def test_a_folded_figure_keeps_its_caption(tmp_path):
+    import json
+
+    path = tmp_path / "n.ipynb"
+    figure = code("assert x\nplot()\nassert y\n")
+    figure["metadata"]["mystnb"] = {"figure": {"caption": "C", "name": "fig-c"}}
+    path.write_text(json.dumps({"cells": [figure]}))
+    assert fold(path) == 1
+    meta = json.loads(path.read_text())["cells"][0]["metadata"]
+    assert meta["mystnb"] == {"figure": {"caption": "C", "name": "fig-c"}, **CHECKED}
