@@ -128,14 +128,19 @@ return {page: document.scrollingElement.scrollWidth, window: window.innerWidth,
 """
 
 
-def full_page_screenshot(browser, path) -> None:
-    """The whole page, top to bottom, at the window's width (Chromium's DevTools protocol)."""
+def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
+    """The whole page, top to bottom, at the window's width (Chromium's DevTools protocol): PATH,
+    then PATH_2, PATH_3, ... for each further `tile` pixels of a long page. Returns the files."""
     import base64
 
     size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
-    clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16_000), "scale": 1}
-    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip})
-    path.write_bytes(base64.b64decode(shot["data"]))
+    files = []
+    for k, top in enumerate(range(0, int(size["height"]), tile)):
+        clip = {"x": 0, "y": top, "width": size["width"], "height": min(tile, size["height"] - top), "scale": 1}
+        shot = browser.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip})
+        files.append(path.with_name(f"{path.stem}_{k + 1}.png") if k else path)
+        files[-1].write_bytes(base64.b64decode(shot["data"]))
+    return files
 
 
 @needs_book
@@ -160,8 +165,8 @@ def test_page_renders_offline_and_fits_its_width_without_console_errors(page, wi
         assert not fit["wide"], f"{page}: lines wider than the column: {fit['wide']}"
         SHOTS.mkdir(parents=True, exist_ok=True)
         shot = SHOTS / f"{page.replace('/', '__')}_{width}.png"
-        full_page_screenshot(browser, shot)
-        assert shot.is_file() and shot.stat().st_size > 10_000
+        first, *rest = full_page_screenshot(browser, shot)
+        assert first.stat().st_size > 10_000 and all(f.is_file() for f in rest)
     finally:
         browser.set_window_size(1280, 1600)
 
