@@ -118,6 +118,7 @@ def write_settings(settings: Path):
 def jupyterlab(tmp_path):
     """`jupyter lab` from this venv (the student's environment) on a free port with a token, its
     root a folder holding a copy of the chapter; yields the chapter's URL."""
+    browser.chromium(), shutil.which("chromedriver") or browser.missing("chromedriver")
     (tmp_path / "chapters").mkdir()
     shutil.copy(ROOT / "chapters" / f"{CHAPTER}.ipynb", tmp_path / "chapters")
     write_settings(tmp_path / "settings")
