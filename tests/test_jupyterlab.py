@@ -114,6 +114,19 @@ def write_settings(settings: Path):
         path.write_text(json.dumps(values))
 
 
+def wait_listening(lab, port: int, log: Path, seconds: float = 180):
+    """Until the server accepts connections (its start costs ~10 CPU s: long on a busy machine)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        assert lab.poll() is None, log.read_text()[-3000:]
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"JupyterLab did not listen within {seconds} s:\n" + log.read_text()[-3000:])
+
+
 @pytest.fixture
 def jupyterlab(tmp_path):
     """`jupyter lab` from this venv (the student's environment) on a free port with a token, its
@@ -133,6 +146,7 @@ def jupyterlab(tmp_path):
                             f"--ServerApp.root_dir={tmp_path}", "--LabApp.expose_app_in_browser=True"],
                            env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
+        wait_listening(lab, port, tmp_path / "lab.log")
         yield f"http://127.0.0.1:{port}/lab/tree/chapters/{CHAPTER}.ipynb?token={token}"
     finally:
         lab.terminate()
@@ -190,16 +204,11 @@ def test_chapter_reads_in_jupyterlab(jupyterlab, tmp_path):
     wait = lambda seconds, until: WebDriverWait(b, seconds, poll_frequency=1).until(until)
     try:
         b.set_window_size(1400, 1000)
-        for _ in range(120):
-            try:
-                b.get(jupyterlab)
-                break
-            except Exception:  # the server is not listening yet
-                time.sleep(0.5)
+        b.get(jupyterlab)
         wait(180, lambda d: d.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-MarkdownCell"))
         wait(180, lambda d: "Idle" in d.find_element(By.ID, "jp-main-statusbar").text)
         run_all(b, wait)
-        check_prose(b, tmp_path)
+        check_prose(b)
         check_answers(b)
         check_glued_numbers(b)
         check_no_instructor_ui(b)
@@ -209,7 +218,7 @@ def test_chapter_reads_in_jupyterlab(jupyterlab, tmp_path):
         b.quit()
 
 
-def check_prose(b, tmp_path):
+def check_prose(b):
     """No MyST role, directive or target shows as raw text in any rendered markdown cell."""
     from selenium.webdriver.common.by import By
 
