@@ -5,9 +5,24 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  := torch==2.13.0
 
-.PHONY: install book pdf test test-grading test-all test-quick gpu-check release grade clean
+.PHONY: install instructor book pdf test test-grading test-all test-quick gpu-check release grade clean
+
+# The student's environment: nbgrader's JupyterLab tools for instructors (Formgrader, Create
+# Assignment, Validate, the assignment and course lists) are switched off in the venv's
+# etc/jupyter; `make instructor` switches them on (README: "Labs and grading").
+NBGRADER_SERVER := $(addprefix nbgrader.server_extensions.,formgrader validate_assignment \
+                   assignment_list course_list)
+nbgrader_ui = $(VENV)/bin/jupyter labextension $(1) --level=sys_prefix @jupyter/nbgrader && \
+              $(VENV)/bin/jupyter server extension $(1) --sys-prefix $(NBGRADER_SERVER)
 
 install: $(STAMP)
+	if [ -f $(VENV)/.instructor ]; then rm $(VENV)/.instructor && $(call nbgrader_ui,disable); fi
+
+# The instructor's environment: the student's, with nbgrader's JupyterLab tools switched on (kept
+# when the venv is updated; `make install` switches them off again).
+instructor: $(STAMP)
+	$(call nbgrader_ui,enable)
+	touch $(VENV)/.instructor
 
 # torch is installed only when the environment has none (pinned then: an unpinned torch pulls
 # gigabytes of CUDA packages); a GPU host's own torch is kept (README: "GPU hosts").
@@ -16,6 +31,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet $(TORCH)
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -c "import torch, zerobook; print('torch', torch.__version__, '| zerobook ready')"
+	$(call nbgrader_ui,$(if $(wildcard $(VENV)/.instructor),enable,disable))
 	touch $(STAMP)
 
 # --all: every page is written again (from the cached outputs: seconds), so a page left unchanged

@@ -32,14 +32,19 @@ OFFLINE = ["--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>
            "--host-resolver-rules=MAP * ~NOTFOUND"]
 
 
-def driver(user_data_dir):
+# For a page served on this machine (JupyterLab): 127.0.0.1 is reached, nothing else.
+LOOPBACK_ONLY = ["--proxy-server=http://127.0.0.1:9",
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+
+
+def driver(user_data_dir, offline=OFFLINE):
     """A Selenium session on headless Chromium, offline, that logs the console and every request
     (chromedriver from Debian)."""
     webdriver = pytest.importorskip("selenium.webdriver")
     path = shutil.which("chromedriver") or missing("chromedriver")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium()
-    for flag in [f for f in FLAGS if not f.startswith("--virtual-time")] + OFFLINE + [f"--user-data-dir={user_data_dir}"]:
+    for flag in [f for f in FLAGS if not f.startswith("--virtual-time")] + offline + [f"--user-data-dir={user_data_dir}"]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     return webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=path))
