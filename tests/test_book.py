@@ -232,9 +232,9 @@ def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_fold
 
             hidden = lambda _: "pst-sidebar-hidden" in sidebar.get_attribute("class")
             assert was_shown and WebDriverWait(browser, 3).until(hidden)
-            # as a reader's pointer would, leave the button so its tooltip goes, then come back
-            ActionChains(browser).move_to_element(browser.find_element("css selector", ".bd-article h1")).perform()
-            WebDriverWait(browser, 3).until(lambda d: not d.find_elements("css selector", ".tooltip.show"))
+            # as a reader would: click on the page (the button loses focus and its tooltip goes), then back
+            ActionChains(browser).move_to_element(browser.find_element("css selector", ".bd-article h1")).click().perform()
+            WebDriverWait(browser, 5).until(lambda d: not d.find_elements("css selector", ".tooltip.show"))
             button = next(b for b in browser.find_elements("css selector", ".primary-toggle") if b.is_displayed())
             button.click()
             assert WebDriverWait(browser, 3).until(lambda driver: not hidden(driver))
