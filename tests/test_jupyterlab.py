@@ -36,11 +36,15 @@ def markdown_cells(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_answer_cells_are_collapsed_in_jupyterlab(path):
-    """A cell that computes answers is removed from the book and its source collapsed in
-    JupyterLab (jupyter.source_hidden), so the exercises are not spoiled in either."""
+    """A cell that computes answers is removed from the book and collapsed in JupyterLab, source
+    and output (jupyter.source_hidden, outputs_hidden), so the exercises are not spoiled in either;
+    its answers are given with zerobook.answers.answer, which prints each one for JupyterLab (where
+    the dropdown's {glue:text} shows only the name)."""
     for cell in nbformat.read(path, 4).cells:
         if "remove-cell" in cell.metadata.get("tags", []):
-            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, cell.source[:80]
+            folded = cell.metadata.get("jupyter", {})
+            assert folded.get("source_hidden") is True and folded.get("outputs_hidden") is True, cell.source[:80]
+            assert "answer(" in cell.source and not re.search(r"(?<![\w.])glue\(", cell.source), cell.source[:80]
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -278,3 +282,15 @@ def check_no_instructor_ui(b):
     commands = b.execute_script("return window.jupyterapp.commands.listCommands()")
     assert not [c for c in commands if "nbgrader" in c.lower() or "formgrader" in c.lower()]
     shoot(b, "student-menus")
+
+
+def test_an_answer_is_glued_for_the_book_and_printed_for_jupyterlab(capsys, monkeypatch):
+    import myst_nb
+
+    from zerobook.answers import answer
+
+    glued = []
+    monkeypatch.setattr(myst_nb, "glue", lambda *args, **kw: glued.append((args, kw)))
+    answer("ex1_gb", "16.6")
+    assert glued == [(("ex1_gb", "16.6"), {"display": False})]
+    assert capsys.readouterr().out == "ex1_gb = 16.6\n"
