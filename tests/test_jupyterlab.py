@@ -36,14 +36,13 @@ def markdown_cells(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_answer_cells_are_collapsed_in_jupyterlab(path):
-    """A cell that computes answers is removed from the book and collapsed in JupyterLab, source
-    and output (jupyter.source_hidden, outputs_hidden), so the exercises are not spoiled in either;
-    its answers are given with zerobook.answers.answer, which prints each one for JupyterLab (where
-    the dropdown's {glue:text} shows only the name)."""
+    """A cell that computes answers is removed from the book and its source collapsed in
+    JupyterLab (jupyter.source_hidden), so the exercises are not spoiled in either; it gives its
+    answers with zerobook.answers.answer, which folds each value for JupyterLab (where the
+    dropdown's {glue:text} shows only the name)."""
     for cell in nbformat.read(path, 4).cells:
         if "remove-cell" in cell.metadata.get("tags", []):
-            folded = cell.metadata.get("jupyter", {})
-            assert folded.get("source_hidden") is True and folded.get("outputs_hidden") is True, cell.source[:80]
+            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, cell.source[:80]
             assert "answer(" in cell.source and not re.search(r"(?<![\w.])glue\(", cell.source), cell.source[:80]
 
 
@@ -242,7 +241,7 @@ def check_answers(b):
     """Every answer is a folded dropdown; the cell computing them shows no source."""
     from selenium.webdriver.common.by import By
 
-    answers = b.find_elements(By.XPATH, "//details[.//summary[contains(., 'Answer')]]")
+    answers = b.find_elements(By.XPATH, "//details[.//summary[contains(., 'Answer')]][not(ancestor::*[contains(@class, 'jp-OutputArea')])]")
     assert len(answers) == 4, len(answers)
     assert not [a for a in answers if a.get_attribute("open")]
     shoot(b, "answers-folded", answers[0])
@@ -254,6 +253,12 @@ def check_answers(b):
     answers[0].find_element(By.TAG_NAME, "summary").click()
     assert answers[0].get_attribute("open")
     shoot(b, "answer-opened", answers[0])
+    values = hidden[0].find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output details")  # zerobook.answers
+    assert len(values) == 5 and not [v for v in values if v.get_attribute("open")]
+    values[0].find_element(By.TAG_NAME, "summary").click()  # the number the first answer names
+    replicated = f"{2 * 70e9 / 1e9:.0f}"  # Exercise 1: the 16-bit weights of 70B parameters, in GB
+    assert values[0].get_attribute("open") and values[0].text.splitlines()[-1].strip() == replicated
+    shoot(b, "answer-value-opened", hidden[0])
 
 
 def check_glued_numbers(b):
@@ -284,13 +289,16 @@ def check_no_instructor_ui(b):
     shoot(b, "student-menus")
 
 
-def test_an_answer_is_glued_for_the_book_and_printed_for_jupyterlab(capsys, monkeypatch):
+def test_an_answer_is_glued_for_the_book_and_folded_for_jupyterlab(monkeypatch):
+    import IPython.display
     import myst_nb
 
     from zerobook.answers import answer
 
-    glued = []
+    glued, shown = [], []
     monkeypatch.setattr(myst_nb, "glue", lambda *args, **kw: glued.append((args, kw)))
-    answer("ex1_gb", "16.6")
-    assert glued == [(("ex1_gb", "16.6"), {"display": False})]
-    assert capsys.readouterr().out == "ex1_gb = 16.6\n"
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj.data))
+    answer("ex1_gb", "<16.6>")
+    assert glued == [(("ex1_gb", "<16.6>"), {"display": False})]
+    assert shown == ["<details><summary>&#9656; answer <code>ex1_gb</code> (click to show)</summary>"
+                     "<code>&lt;16.6&gt;</code></details>"]
