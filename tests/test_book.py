@@ -213,8 +213,10 @@ def test_the_step_explorer_in_the_built_book_redraws_when_the_sharding_changes(b
 
 @needs_book
 @pytest.mark.parametrize("width", [400, 1280])
-def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_folds_it_on_a_desktop(browser, width):
-    """The header's ☰ that a reader sees (the themes bind only a hidden twin: book/_static/zerobook.js)."""
+def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_folds_it_on_a_desktop(tmp_path, width):
+    """The header's ☰ that a reader sees (the themes bind only a hidden twin: book/_static/zerobook.js).
+    A browser of its own: folding the sidebar must not reach the pages the other tests screenshot."""
+    browser = driver(tmp_path / "profile")
     browser.set_window_size(width, 900)
     try:
         load(browser, "chapters/zero1.html")
@@ -239,4 +241,4 @@ def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_fold
             button.click()
             assert WebDriverWait(browser, 3).until(lambda driver: not hidden(driver))
     finally:
-        browser.set_window_size(1280, 1600)
+        browser.quit()
