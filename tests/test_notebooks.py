@@ -45,12 +45,9 @@ def test_every_chapter_has_a_captioned_figure_that_its_text_refers_to(path):
     prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     assert figures and all(f.get("caption") for f in figures), f"{path.stem}: no captioned figure"
     named = lambda f: f"`{f['name']}`" in prose or f"<{f['name']}>`" in prose  # {numref}`x` or {ref}`text <x>`
-    unreferenced = [f["name"] for f in figures if not named(f) and f["name"] not in OLDER]
+    unreferenced = [f["name"] for f in figures if not named(f)]
     assert not unreferenced, f"{path.stem}: figures not referred to in the text: {unreferenced}"
 
-
-OLDER = {"fig-ps-vs-ring", "fig-redundancy", "fig-max-model", "fig-gantt", "fig-ring-steps", "fig-bandwidth",
-         "fig-scaling", "fig-grad-bytes", "fig-predicted-steps", "fig-roofline"}  # drawn before figures had to be referred to; refer to them when their prose is next edited
 
 
 def test_every_chapter_is_in_the_table_of_contents():
