@@ -133,6 +133,14 @@ def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
     then PATH_2, PATH_3, ... for each further `tile` pixels of a long page. Returns the files."""
     import base64
 
+    # the theme slides its sidebar in after a resize: end every transition first, so the picture
+    # is the page at rest (a shot taken mid-slide showed the article cut at the left)
+    browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "const s = document.createElement('style');"
+        "s.textContent = '*, *::before, *::after {transition: none !important; animation: none !important}';"
+        "document.head.appendChild(s);"
+        "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));")
     size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
     files = []
     for k, top in enumerate(range(0, int(size["height"]), tile)):
