@@ -35,16 +35,14 @@ def report(results: dict[int, dict]) -> str:
              "| N | ours, no prefetch ms | ours, backward prefetch (FSDP2's default schedule) ms | ours, forward + backward prefetch ms | "
              "FSDP2, defaults ms | FSDP2, explicit forward + backward prefetch ms |", "| --- | --- | --- | --- | --- | --- |"]
     for n, r in results.items():
-        lines.append(f"| {n} | " + " | ".join(f"{r['median'][m] * 1e3:.1f}" if m in r["median"] else "not run"
-                                              for m in METHODS) + " |")
+        lines.append(f"| {n} | " + " | ".join(f"{r['median'][m] * 1e3:.1f}" for m in METHODS) + " |")
     lines.append("")
     for n, r in results.items():
         m = r["median"]
         lines += [f"N = {n}: like for like, FSDP2's default schedule (backward prefetch one block ahead; its implicit "
-                  f"forward prefetch needs CUDA streams): ours {m.get('ours_backward', float('nan')) / m['fsdp2']:.2f} x FSDP2 "
+                  f"forward prefetch needs CUDA streams): ours {m['ours_backward'] / m['fsdp2']:.2f} x FSDP2 "
                   f"(ours without any prefetch {m['ours'] / m['fsdp2']:.2f})",
-                  f"N = {n}: "
-                  f"both with forward + backward prefetch {m['ours_prefetch'] / m['fsdp2_prefetch']:.2f} (goal <= 1.0)",
+                  f"N = {n}: both with forward + backward prefetch {m['ours_prefetch'] / m['fsdp2_prefetch']:.2f} (goal <= 1.0)",
                   f"N = {n}: overlap efficiency of our prefetch = {overlap_efficiency(r):.2f} "
                   f"(T_comm {r['lanes']['communication'] * 1e3:.1f} ms, T_compute {r['lanes']['computation'] * 1e3:.1f} ms)",
                   f"N = {n}: what this machine lets overlap at all: one block's gather {r['machine']['gather'] * 1e3:.1f} ms, "
