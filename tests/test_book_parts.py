@@ -4,6 +4,7 @@ glossary hits, and the buttons and publishing workflow that wait for a repositor
 The lab pages show each lab's student version (zerobook.grading.student_version, written to
 book/labs/ by `make book` and make test's book phase); the tests marked `book` read the built pages.
 """
+import functools
 import html
 import importlib.util
 import json
@@ -31,9 +32,15 @@ def chapters_of_each_lab() -> dict[str, list[str]]:
     return table
 
 
+@functools.cache
+def student_version(lab: str):
+    """grading.student_version of `lab`, made once for all the tests that read it."""
+    return grading.student_version(LABS, lab)
+
+
 def secret_lines(lab: str) -> set[str]:
     """Lines of the lab's reference solutions and hidden tests that its student version lacks."""
-    student = "\n".join(cell.source for cell in grading.student_version(LABS, lab).cells)
+    student = "\n".join(cell.source for cell in student_version(lab).cells)
     secret = set()
     for cell in json.loads((LABS / lab / f"{lab}.ipynb").read_text())["cells"]:
         source = "".join(cell["source"])
@@ -61,8 +68,7 @@ def test_the_guide_maps_every_lab_to_chapters():
 
 @pytest.mark.parametrize("lab", grading.lab_names(LABS))
 def test_student_version_keeps_the_stubs_and_drops_solutions_and_hidden_tests(lab):
-    notebook = grading.student_version(LABS, lab)
-    source = "\n".join(cell.source for cell in notebook.cells)
+    source = "\n".join(cell.source for cell in student_version(lab).cells)
     assert "BEGIN SOLUTION" not in source and "HIDDEN TESTS" not in source
     assert "raise NotImplementedError()" in source
     assert secret_lines(lab), "the instructor notebook has solutions to hide"
@@ -73,7 +79,7 @@ def test_student_version_is_what_release_hands_out(tmp_path):
     """The book's copy equals nbgrader's release, cell for cell (Lab 0)."""
     grading.release(LABS, tmp_path, only=["setup_check"])
     released = json.loads((tmp_path / "release" / "setup_check" / "setup_check.ipynb").read_text())
-    ours = grading.student_version(LABS, "setup_check")
+    ours = student_version("setup_check")
     assert ["".join(c["source"]) for c in released["cells"]] == [c.source for c in ours.cells]
 
 
@@ -174,8 +180,9 @@ def test_pages_print_to_one_pdf_with_a_bookmark_and_the_title_of_each(tmp_path):
     count = pdf.merge(parts, tmp_path / "book.pdf")
     reader = PdfReader(tmp_path / "book.pdf")
     assert count == len(reader.pages) > len(pages)
-    assert [t for t, _ in titles_found(reader)] == [re.sub(r"^[\d.]+ ", "", t) for t, _ in parts]
-    assert all(found for _, found in titles_found(reader)), titles_found(reader)
+    found = titles_found(reader)
+    assert [t for t, _ in found] == [re.sub(r"^[\d.]+ ", "", t) for t, _ in parts]
+    assert all(ok for _, ok in found), found
 
 
 @pytest.mark.book
@@ -187,7 +194,8 @@ def test_the_book_pdf_holds_every_page_of_the_toc_and_the_intro_links_to_it():
     reader = PdfReader(pdf.PDF)
     pages = pdf.toc_pages(yaml.safe_load((ROOT / "_toc.yml").read_text()))
     assert len(reader.outline) == len(pages) and len(reader.pages) >= len(pages)
-    assert all(found for _, found in titles_found(reader)), titles_found(reader)
+    found = titles_found(reader)
+    assert all(ok for _, ok in found), found
     assert pdf.PUBLISHED.read_bytes() == pdf.PDF.read_bytes()
     link = os.path.relpath(pdf.PUBLISHED, HTML / "book")
     assert f'href="{link}"' in page_html("book/intro")

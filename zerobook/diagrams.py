@@ -43,9 +43,11 @@ def padding_ranges(flat) -> list[tuple[int, int]]:
     return [(end, b.start + b.numel) for b, end in zip(flat.buckets, ends) if end < b.start + b.numel]
 
 
-def held_bytes(flat, stage: int, rank: int, sizes=(2, 2, 12)) -> int:
-    """Bytes of model state `rank` holds at `stage`, counted from held_ranges."""
-    ranges = held_ranges(flat, stage, rank)
+def held_bytes(flat, stage: int, rank: int) -> int:
+    """Bytes of model state `rank` holds at `stage`, counted from held_ranges (the ZeRO paper's
+    2 + 2 + 12 bytes per element: zerobook.memory's recipe)."""
+    recipe, ranges = memory.RECIPES["zero_paper"], held_ranges(flat, stage, rank)
+    sizes = (recipe.param_bytes, recipe.grad_bytes, recipe.optimizer_bytes)
     return sum(size * sum(b - a for a, b in ranges[k]) for k, size in zip(KINDS, sizes))
 
 
@@ -106,13 +108,9 @@ def shard_layout_chart(flat, labels, stages=memory.STAGES):
     return fig
 
 
-def model_states_rows(num_params: float, world_size: int, stages=memory.STAGES) -> dict[str, dict[str, float]]:
-    """Bytes per GPU by kind for each stage (zerobook.memory.model_state_bytes): name -> kind -> bytes."""
-    rows = {}
-    for stage in stages:
-        held = memory.model_state_bytes(num_params, stage=stage, world_size=world_size)
-        rows[memory.STAGE_NAMES[stage]] = {k: getattr(held, k) for k in KINDS}
-    return rows
+def model_states_rows(num_params: float, world_size: int) -> dict[str, dict[str, float]]:
+    """Bytes per GPU by kind for each stage (zerobook.memory.stage_table): name -> kind -> bytes."""
+    return {row["name"]: {k: row[k] for k in KINDS} for row in memory.stage_table(num_params, world_size)}
 
 
 def amount(x: float) -> str:

@@ -118,13 +118,13 @@ def all_gather_order(names) -> list[dict]:
 def peak_gathered(names, unit_bytes: dict) -> int:
     """Largest sum of `unit_bytes` gathered at once: a unit counts from its all-gather to its
     reshard (post_backward_reshard; post_forward when it is gathered again later, in backward)."""
+    last_gather = {unit_of(n): i for i, n in enumerate(names) if phase_of(n) == "all_gather"}
     held, peak = set(), 0
     for i, name in enumerate(names):
         what, unit = phase_of(name), unit_of(name)
-        gathered_again = any(phase_of(n) == "all_gather" and unit_of(n) == unit for n in names[i:])
         if what == "all_gather":
             held.add(unit)
-        elif what == "post_backward_reshard" or (what == "post_forward" and gathered_again):
+        elif what == "post_backward_reshard" or (what == "post_forward" and last_gather.get(unit, -1) > i):
             held.discard(unit)
         peak = max(peak, sum(unit_bytes[u] for u in held))
     return peak

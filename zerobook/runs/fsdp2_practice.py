@@ -23,12 +23,12 @@ Parts (each reports a dict):
 import argparse
 
 import torch
-from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
+from torch.distributed.fsdp import CPUOffloadPolicy
 from torch.profiler import ProfilerActivity, profile
 
 import zerobook as zb
 from zerobook.comm import CommMeter
-from zerobook.fsdp2 import all_gather_order, fsdp_ranges, local, mesh_of, peak_gathered
+from zerobook.fsdp2 import all_gather_order, fsdp_ranges, local, peak_gathered, shard_blocks
 from zerobook.models import GPT, GPTConfig, next_token_loss, sinusoidal_positions
 from zerobook.training import rank_batch
 from zerobook.zero.flat import FlatParams
@@ -40,9 +40,8 @@ BATCH = 4
 def sharded(model, me, units=None, **options):
     """fully_shard each of `units` (every block unless told: the course's units), then the root,
     with `options`."""
-    for unit in model.blocks if units is None else units:
-        fully_shard(unit, mesh=mesh_of(me), **options)
-    return fully_shard(model, mesh=mesh_of(me), **options)
+    shard_blocks(model, me, blocks=units, **options)
+    return model
 
 
 def init_weights(model) -> None:
