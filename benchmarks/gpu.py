@@ -10,7 +10,10 @@ tensors, on each placement the host allows, and every lab's reference solution t
 trusted harness, part by part; 3. the CUDA allocator against the calculator
 (zerobook.runs.cuda_memory); 4. collective bandwidth (nccl-tests' algbw and busbw); 5. ours vs
 FSDP2 step time and prefetch overlap (zerobook.runs.zero3_speed); 6. dense matrix-multiply
-throughput against the datasheet; 7. the performance model's compute time against a measured step.
+throughput against the datasheet; 7. the performance model's compute time against a measured step; 8. ZeRO-3 offload with and
+without prefetch (zerobook.runs.offload_prefetch: step time, host-to-device copies beside compute
+from the profiler, the allocator's record of one step); 9. the capstone's GPT trained on real text
+in bf16 (zerobook.runs.capstone: tokens/s, held-out bits per byte, a sample).
 Each section is recorded as it ends; one that fails records its error and the next one runs.
 """
 import argparse
@@ -29,6 +32,12 @@ from gpu_report import render
 RESULTS = Path(__file__).parent / "results"
 MEMORY_MODEL = ["--hidden", "1024", "--layers", "8", "--vocab", "8192", "--batch", "4"]
 SPEED_MODEL = ["--hidden", "1024", "--layers", "8", "--batch", "8", "--rounds", "5"]
+OFFLOAD_MODEL = ["--hidden", "2048", "--layers", "8", "--heads", "16", "--seq-len", "1024", "--steps", "5"]
+OFFLOAD_BATCHES = (4, 16)  # sequences per step: copy-bound, then compute-bound (a block's copy is fixed)
+CAPSTONE_MODEL = ["--hidden", "768", "--layers", "12", "--heads", "12", "--seq-len", "512", "--batch", "32",
+                  "--steps", "2000", "--warmup", "100", "--lr", "1e-3", "--eval-every", "250",
+                  "--eval-batches", "16", "--log-every", "250", "--sample", "400"]
+CAPSTONE_DRY = ["--steps", "6", "--eval-every", "6", "--eval-batches", "1", "--sample", "8"]
 
 
 def environment() -> dict:
@@ -84,20 +93,36 @@ def intervals_overlap(a: list, b: list) -> float:
     return total
 
 
+def busy_beside_compute(kinds: dict) -> dict:
+    """kind -> count, streams, busy microseconds and those while a `compute` event ran, for
+    lists of profiler events by kind (`compute` among them)."""
+    span = lambda es: [(e["ts"], e["ts"] + e["dur"]) for e in es]
+    return {kind: dict(count=len(es), streams=sorted({e.get("args", {}).get("stream") for e in es}),
+                       busy_us=sum(e["dur"] for e in es),
+                       beside_compute_us=intervals_overlap(span(es), span(kinds["compute"])) if kind != "compute" else 0)
+            for kind, es in kinds.items()}
+
+
 def kernel_overlap(trace_path: str) -> dict:
     """From a profiler trace: NCCL kernels, memory copies and compute kernels, the streams each ran
     on, their busy time, and how long each kind ran while a compute kernel did (microseconds)."""
     events = json.loads(Path(trace_path).read_text())["traceEvents"]
-    kinds = {"nccl": [e for e in events if e.get("cat") == "kernel" and "nccl" in e["name"].lower()],
-             "copies": [e for e in events if e.get("cat") == "gpu_memcpy"],
-             "compute": [e for e in events if e.get("cat") == "kernel" and "nccl" not in e["name"].lower()]}
-    span = lambda es: [(e["ts"], e["ts"] + e["dur"]) for e in es]
-    out = {}
-    for kind, es in kinds.items():
-        out[kind] = dict(count=len(es), streams=sorted({e.get("args", {}).get("stream") for e in es}),
-                         busy_us=sum(e["dur"] for e in es),
-                         beside_compute_us=intervals_overlap(span(es), span(kinds["compute"])) if kind != "compute" else 0)
-    return out
+    return busy_beside_compute(
+        {"nccl": [e for e in events if e.get("cat") == "kernel" and "nccl" in e["name"].lower()],
+         "copies": [e for e in events if e.get("cat") == "gpu_memcpy"],
+         "compute": [e for e in events if e.get("cat") == "kernel" and "nccl" not in e["name"].lower()]})
+
+
+def copy_overlap(trace_path: str) -> dict:
+    """From a profiler trace: host-to-device and device-to-host copies and compute kernels, their
+    busy time, streams, and how long each copy direction ran while a compute kernel did (us);
+    `window_us` from the first GPU event's start to the last one's end."""
+    events = json.loads(Path(trace_path).read_text())["traceEvents"]
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
+    kinds = {"h2d": [e for e in copies if "HtoD" in e["name"]], "d2h": [e for e in copies if "DtoH" in e["name"]],
+             "compute": [e for e in events if e.get("cat") == "kernel"]}
+    ends = [t for es in kinds.values() for e in es for t in (e["ts"], e["ts"] + e["dur"])]
+    return dict(busy_beside_compute(kinds), window_us=max(ends) - min(ends) if ends else 0.0)
 
 
 def streams(gpus: int, tmp: str) -> dict:
@@ -109,6 +134,28 @@ def streams(gpus: int, tmp: str) -> dict:
                                                       "--batch", "8", "--trace", f"{tmp}/{label}"], 300)
         out[label] = kernel_overlap(report["trace"]["path"])
     return out
+
+
+def offload(gpus: int, tmp: str) -> dict:
+    """sequences per step -> zerobook.runs.offload_prefetch's report (world size 1), each
+    offloading config's trace replaced by copy_overlap of it (no GPU: one small CPU run)."""
+    out = {}
+    for batch in OFFLOAD_BATCHES if gpus else (2,):
+        args = OFFLOAD_MODEL + ["--trace", f"{tmp}/offload{batch}"] if gpus else ["--steps", "2"]
+        report = launch("offload_prefetch", (1, "nccl" if gpus else "gloo", {}), args + ["--batch", str(batch)], 300)
+        for run in report["runs"].values():
+            if "trace" in run:
+                run["kernels"] = copy_overlap(run.pop("trace"))
+        out[batch] = report
+    return out
+
+
+def capstone(gpus: int) -> dict:
+    """The capstone's run on one GPU (world size 1: NCCL refuses two ranks on one GPU), plain
+    and under FSDP2, the model sized for a few minutes."""
+    args, backend = (CAPSTONE_MODEL, "nccl") if gpus else (CAPSTONE_DRY, "gloo")
+    return {method: launch("capstone", (1, backend, {}), args + ["--method", method], 580)
+            for method in ("single", "fsdp2")}
 
 
 def matmul(n: int, dtype: torch.dtype, tf32: bool = False, repeats: int = 10) -> float:
@@ -172,6 +219,8 @@ def run_sections(gpus: int, dry_run: bool, tmp: str, record, results: dict, only
         "streams": lambda: streams(gpus, tmp) if gpus else "skipped: no GPU",
         "matmul": lambda: matmuls(gpus),
         "compute_model": lambda: compute_model(gpus) if gpus else "skipped: no GPU",
+        "offload": lambda: offload(gpus, tmp),
+        "capstone": lambda: capstone(gpus),
     }
     for name, fn in work.items():
         if only and name not in only:
@@ -202,10 +251,11 @@ def main(argv=None) -> None:
     save = Path(cli.save) if cli.save else (None if dry_run else default_save(environment()))
 
     def record(results):
+        if save:  # the measurements first: a report that fails to render must not lose them
+            save.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
         text = render(results)
         if save:
             save.write_text(text + "\n")
-            save.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
         return text
 
     only = set(cli.sections.split(",")) if cli.sections else None

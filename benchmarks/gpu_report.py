@@ -155,6 +155,53 @@ def compute_model(section, rates: dict) -> list[str]:
     return lines + [""]
 
 
+def offload(section) -> list[str]:
+    lines = ["## 8. ZeRO-3 offload: each unit copied from pinned host memory, with and without prefetch", ""]
+    if failed(section):
+        return lines + failed(section)
+    lines += ["Forward + backward of the GPT (bf16, one unit per block, gradients copied back to pinned host "
+              "memory); copies from the profiler trace of one step; `units peak` is the most bytes of "
+              "device copies of units alive at once, from the CUDA allocator's record of that step.", "",
+              "| sequences | config | step ms | / resident | H2D ms | H2D beside compute | units peak / unit |"
+              "", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for batch, report in section.items():
+        runs, unit = report["runs"], None  # on a CPU (the dry run): no trace, no allocator record
+        resident = runs["resident"]["seconds"]
+        for name, run in runs.items():
+            unit = unit or max(run["unit_bytes"].values(), default=None)
+            k = run.get("kernels", {}).get("h2d")
+            held = max(run["memory"]["units"]) / unit if "memory" in run else float("nan")
+            lines.append(f"| {batch} | {name} | {run['seconds'] * 1e3:.1f} | {run['seconds'] / resident:.2f} | "
+                         f"{k['busy_us'] / 1e3:.1f} | {k['beside_compute_us'] / max(k['busy_us'], 1):.2f} | "
+                         f"{held:.2f} |" if k else f"| {batch} | {name} | {run['seconds'] * 1e3:.1f} | 1.00 | - | - | - |")
+    first = next(iter(section.values()))
+    parity, rates = first.get("parity", {}), first.get("copy_rates")
+    if rates:
+        lines += ["", f"Pinned copies of 1 GiB: host to device {rates['h2d']:.1f} GB/s alone, device to host "
+                      f"{rates['d2h']:.1f} alone, {rates['both']:.1f} both directions at once."]
+    lines += ["", "Gradients against `resident` (small GPT, deterministic kernels), largest difference: " +
+              ", ".join(f"{name} {diff:g}" for name, diff in parity.items())]
+    return lines + [""]
+
+
+def capstone(section) -> list[str]:
+    lines = ["## 9. The capstone's GPT on real text (the standard library's source), bf16, one GPU", ""]
+    if failed(section):
+        return lines + failed(section)
+    lines += ["| method | parameters | tokens/s | MFU (bf16 dense datasheet) | held-out bits/byte | "
+              "unigram | bigram | seconds |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for method, r in section.items():
+        mfu = r["tokens_per_second"] * r["flops_per_token"] / H100_SXM["bf16_dense"]
+        lines.append(f"| {method} | {r['num_params']:,} | {r['tokens_per_second']:,.0f} | {mfu:.3f} | "
+                     f"{r['evals'][-1][1]:.3f} | {r['baselines']['1']:.3f} | {r['baselines']['2']:.3f} | "
+                     f"{r['seconds']:.0f} |")
+    method, r = next(((m, r) for m, r in section.items() if r.get("sample")), (None, None))
+    if r:
+        lines += ["", f"A sample from `{method}` ({r['config']['sample']} bytes after `def `, temperature 0.8):",
+                  "", "```", r["sample"], "```"]
+    return lines + [""]
+
+
 def render(results: dict) -> str:
     device = results["environment"].get("device", "CPU")
     parts = header(results)
@@ -170,4 +217,8 @@ def render(results: dict) -> str:
         parts += matmul(results["matmul"], device)
     if "compute_model" in results:
         parts += compute_model(results["compute_model"], results["matmul"])
+    if "offload" in results:
+        parts += offload(results["offload"])
+    if "capstone" in results:
+        parts += capstone(results["capstone"])
     return "\n".join(parts)

@@ -19,7 +19,9 @@ def test_the_dry_run_takes_every_section_and_counts_model_states_as_the_calculat
                    check=True, timeout=300, capture_output=True)
     text, results = save.read_text(), json.loads(save.with_suffix(".json").read_text())
     assert "**Dry run**" in text and "no GPU" in text
-    assert all(f"## {n}." in text for n in range(1, 8))
+    assert all(f"## {n}." in text for n in range(1, 10))
+    assert results["offload"]["2"]["parity"] == {"resident": 0.0, "offload": 0.0, "prefetch": 0.0}
+    assert results["capstone"]["fsdp2"]["curve"] == results["capstone"]["single"]["curve"]
     assert results["runs"]["hello"]["gloo-cpu"]["ok"]
     assert results["labs"]["setup_check/all_reduce"]["gloo-cpu"]["ok"]
     assert gpu_record.latest(tmp_path) is None  # a dry run is never shown as a GPU measurement

@@ -1,0 +1,219 @@
+"""Train the course's GPT on real text (the standard library's source, zerobook.text) and report
+the loss curve, held-out bits per byte, tokens per second and a sample of generated text.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 3 -m zerobook.runs.capstone --method fsdp2
+    python -m zerobook.runs.capstone --method single --hidden 768 --layers 12 --steps 3000   # one GPU
+
+Methods: `single` (one process, no wrapper), `ddp` (torch's DistributedDataParallel), `fsdp2`
+(fully_shard per block, then the root). AdamW with weight decay on matrices only (parameter
+groups), a linear warm-up then a cosine decay of the learning rate, gradient clipping by the
+global norm. On a GPU: bf16 autocast over fp32 weights, sdpa attention. Every `--log-every`
+steps rank 0 prints step, loss, tokens/s and time left; held-out loss every `--eval-every`.
+"""
+
+import argparse
+import math
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+import zerobook as zb
+from zerobook import text
+from zerobook.models import GPT, GPTConfig
+from zerobook.perfmodel.models import course_gpt
+
+LN2 = math.log(2)
+
+
+def wrap(model, method: str, me):
+    if method == "ddp":
+        return torch.nn.parallel.DistributedDataParallel(model)
+    if method == "fsdp2":
+        from zerobook.fsdp2 import shard_blocks
+
+        shard_blocks(model, me)
+    return model
+
+
+def optimizer_for(model, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with two groups: matrices decay, vectors (biases, LayerNorm) and nothing else do not."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": rest, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8)
+
+
+def learning_rate(
+    step: int, *, peak: float, warmup: int, steps: int, floor: float = 0.1
+) -> float:
+    """Linear warm-up to `peak` over `warmup` steps, then cosine decay to floor x peak at `steps`."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def loss_of(model, tokens, device: str) -> torch.Tensor:
+    """Mean next-byte cross-entropy (nats); bf16 autocast on a GPU."""
+    with torch.autocast("cuda", torch.bfloat16, enabled=device.startswith("cuda")):
+        logits = model(tokens[:, :-1])
+    return torch.nn.functional.cross_entropy(
+        logits.float().flatten(0, 1), tokens[:, 1:].flatten()
+    )
+
+
+def rank_batch(data, step: int, cli, me, seed: int = 0) -> torch.Tensor:
+    """This rank's rows of the global batch of `step` (zerobook.text.batch), on its device."""
+    return text.batch(
+        data,
+        step=step,
+        global_batch=cli.batch * me.world_size,
+        seq_len=cli.seq_len,
+        rank=me.rank,
+        world_size=me.world_size,
+        seed=seed,
+    ).to(me.device)
+
+
+@torch.no_grad()
+def held_out_bits(model, data, cli, me, batches: int) -> float:
+    """Mean bits per byte over `batches` fixed held-out batches (seed 1), averaged over ranks."""
+    losses = []
+    for k in range(batches):
+        tokens = rank_batch(data, k, cli, me, seed=1)
+        losses.append(loss_of(model, tokens, me.device))
+    mean = torch.stack(losses).mean().reshape(1)
+    dist.all_reduce(mean)
+    return mean.item() / me.world_size / LN2
+
+
+@torch.no_grad()
+def sample(
+    model, prompt: bytes, length: int, seq_len: int, device: str, temperature=0.8
+) -> str:
+    """`length` bytes generated after `prompt` (sampled at `temperature`, seed 0), as text."""
+    generator = torch.Generator(device=device).manual_seed(0)
+    tokens = torch.tensor(list(prompt), device=device).unsqueeze(0)
+    for _ in range(length):
+        with torch.autocast("cuda", torch.bfloat16, enabled=device.startswith("cuda")):
+            logits = model(tokens[:, -seq_len:])[0, -1].float()
+        probs = (logits / temperature).softmax(-1)
+        tokens = torch.cat(
+            [tokens, torch.multinomial(probs, 1, generator=generator)[None]], dim=1
+        )
+    return bytes(tokens[0].tolist()).decode("utf-8", errors="replace")
+
+
+def train(model, optimizer, train_data, held_out, cli, me) -> dict:
+    curve, evals, rates, clipped = [], [], [], []
+    tokens_per_step, start = (
+        cli.batch * me.world_size * cli.seq_len,
+        time.perf_counter(),
+    )
+    for step in range(cli.steps):
+        tick = time.perf_counter()
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(
+                step, peak=cli.lr, warmup=cli.warmup, steps=cli.steps
+            )
+        tokens = rank_batch(train_data, step, cli, me)
+        loss = loss_of(model, tokens, me.device)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cli.clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        curve.append(loss.item() / LN2)  # this rank's batch, bits per byte
+        clipped.append(
+            float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+        )
+        rates.append(tokens_per_step / (time.perf_counter() - tick))
+        if (step + 1) % cli.eval_every == 0 or step + 1 == cli.steps:
+            evals.append(
+                (step + 1, held_out_bits(model, held_out, cli, me, cli.eval_batches))
+            )
+        if me.is_main and ((step + 1) % cli.log_every == 0 or step + 1 == cli.steps):
+            elapsed = time.perf_counter() - start
+            left = elapsed / (step + 1) * (cli.steps - step - 1)
+            last = f", held-out {evals[-1][1]:.3f} bits/byte" if evals else ""
+            print(
+                f"step {step + 1}/{cli.steps}: loss {curve[-1]:.3f} bits/byte{last}, "
+                f"{statistics.median(rates[-cli.log_every :]):,.0f} tokens/s, {left:.0f} s left",
+                flush=True,
+            )
+    return {
+        "curve": curve,
+        "evals": evals,
+        "grad_norms": clipped,
+        "seconds": time.perf_counter() - start,
+        "tokens_per_second": statistics.median(rates[len(rates) // 5 :]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--method", choices=["single", "ddp", "fsdp2"], default="single"
+    )
+    for name, default in (
+        ("hidden", 64),
+        ("layers", 2),
+        ("heads", 4),
+        ("seq-len", 64),
+        ("batch", 8),
+        ("steps", 50),
+        ("warmup", 10),
+        ("eval-every", 25),
+        ("eval-batches", 4),
+        ("log-every", 10),
+        ("sample", 200),
+    ):
+        parser.add_argument(f"--{name}", type=int, default=default)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--weight-decay", type=float, default=0.1)
+    parser.add_argument("--clip", type=float, default=1.0)
+    cli = parser.parse_args()
+    me = zb.setup()
+    cuda = me.device.startswith("cuda")
+    config = GPTConfig(
+        vocab=256,
+        hidden=cli.hidden,
+        layers=cli.layers,
+        heads=cli.heads,
+        seq_len=cli.seq_len,
+        attention="sdpa" if cuda else "manual",
+    )
+    train_data, held_out = text.load()
+    torch.manual_seed(0)
+    model = wrap(GPT(config).to(me.device), cli.method, me)
+    optimizer = optimizer_for(model, cli.lr, cli.weight_decay)
+    result = train(model, optimizer, train_data, held_out, cli, me)
+    generated = (
+        sample(model, b"def ", cli.sample, cli.seq_len, me.device)
+        if cli.method != "fsdp2"
+        else None
+    )
+    spec = course_gpt(config)
+    zb.report(
+        method=cli.method,
+        world_size=me.world_size,
+        config=vars(cli),
+        num_params=spec.num_params(),
+        flops_per_token=spec.flops_per_token(cli.seq_len),
+        train_bytes=len(train_data),
+        held_out_bytes=len(held_out),
+        baselines={
+            n: text.ngram_bits_per_byte(train_data, held_out, n) for n in (1, 2)
+        },
+        device_name=torch.cuda.get_device_name(0) if cuda else "cpu",
+        sample=generated,
+        **result,
+    )
+
+
+if __name__ == "__main__":
+    main()
