@@ -267,3 +267,16 @@ def test_this_machines_preset_reproduces_what_was_calibrated():
     assert p.compute_s == pytest.approx(0.2 + 0.01, rel=1e-12)  # forward + backward, then the optimizer
     assert hw.overlap is False and hw.intra_bandwidth == pytest.approx(1e9)
     assert hw.reduce_scatter == 1.4  # the ratio it measured
+
+
+def test_the_published_rows_are_predicted_within_the_goal():
+    """Every published row has a source, a quote and its assumptions; one is fitted and the
+    constant is its fit; every other row's predicted / published is within the goal."""
+    from zerobook.hardware import ELEMENTWISE_BYTES
+    from zerobook.perfmodel.published import GOAL, ROWS, fit_elementwise_bytes, predict_all
+
+    assert sum(r["fitted"] for r in ROWS) == 1 and len(ROWS) >= 8
+    assert round(fit_elementwise_bytes()) == round(ELEMENTWISE_BYTES)
+    for row in predict_all():
+        assert row["cite"] and row["quote"] and row["assumed"] and row["where"], row["id"]
+        assert abs(row["ratio"] - 1) <= GOAL[row["kind"]], row["id"]
