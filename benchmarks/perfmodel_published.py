@@ -5,9 +5,9 @@ predicted / published (goal: busbw within 20%, throughput within 25%).
 
     python benchmarks/perfmodel_published.py --save benchmarks/results/perfmodel_published.md
 
-Nothing is measured here: the rows are zerobook.perfmodel.published.ROWS. One row is fitted
-(hardware.ELEMENTWISE_BYTES, refitted here and checked against the constant); every other
-row is predicted.
+Nothing is measured here: the rows are zerobook.perfmodel.published.ROWS. One row is
+fitted (hardware.ELEMENTWISE_BYTES, refitted here and checked against the constant);
+every other row is predicted.
 """
 
 import argparse

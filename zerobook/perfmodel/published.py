@@ -1,14 +1,14 @@
-"""Published measurements the performance model is checked against, each with its source,
-its inputs and what had to be assumed; and the model's prediction of each.
+"""Published measurements the performance model is checked against, each with its
+source, its inputs and what had to be assumed; and the model's prediction of each.
 
     rows = predict_all()  # [{"id", "kind", "published", "predicted", "ratio", ...}]
 
 Two kinds: nccl-tests' all-reduce bus bandwidth (GB/s, 10^9 bytes/s) and training
 throughput with FSDP's full sharding (tokens per second per GPU). One row is fitted, and
-marked so: the MPT-7B run on 8 A100s fixes hardware.ELEMENTWISE_BYTES (the time of a block's
-non-matmul kernels); every other row is predicted from the presets, the shapes and the
-schedule. Rows that used tensor or pipeline parallelism beside FSDP are left out (the step
-model does not price them).
+marked so: the MPT-7B run on 8 A100s fixes hardware.ELEMENTWISE_BYTES (the time of a
+block's non-matmul kernels); every other row is predicted from the presets, the shapes
+and the schedule. Rows that used tensor or pipeline parallelism beside FSDP are left out
+(the step model does not price them).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ HARDWARE = {
 
 def mpt(layers: int, hidden: int, seq_len: int) -> ModelSpec:
     """MosaicML's MPT as benchmarked: GELU MLP of 4h, biases, LayerNorm with bias, the
-    embedding tied, learned positions of seq_len, a 50,368-entry vocabulary (these give the
-    table's NumParams exactly)."""
+    embedding tied, learned positions of seq_len, a 50,368-entry vocabulary (these give
+    the table's NumParams exactly)."""
     return ModelSpec(
         f"MPT {layers} x {hidden}",
         layers=layers,
@@ -102,50 +102,61 @@ def tokens_row(
 
 # fmt: off
 ROWS = [
-    busbw_row("A100 x 8, one node", "nccltests_issue175",
-              "singleNode, ./build/all_reduce_perf -b 8 -e 4G -f 2 -g 8, result: 232.54GB/s",
-              232.54, 8, 2**32, "A100", "the figure is the largest size's, 4 GiB",
-              "NVIDIA/nccl-tests#175"),
-    busbw_row("H100 x 8, one node (NVLS)", "nccltests_issue290",
-              "476GB/s looks to be in the expected range for H100", 476.0, 8, 2**32, "H100",
-              "the run's largest size, 4 GiB (maxBytes 4294967296)", "NVIDIA/nccl-tests#290"),
-    busbw_row("DGX A100 nodes, 8 x 200 Gb/s", "nccl_issue812",
-              "On an Nvidia DGX-A100 system we have 8x200Gbit/s IB cards and we measure "
-              "192GB/s AllReduce BusBW.", 192.0, 32, 2**32, "A100",
-              "node count not stated: 4 nodes (2-node trees exceed the NICs, the same "
-              "comment says); 4 GiB", "NVIDIA/nccl#812"),
-    busbw_row("H200 x 1,984 (248 nodes)", "nccltests_issue283",
-              "248 GPU servers [...] each equipped with 8 H200 GPUs [...] the bus bandwidth "
-              "[...] typically measuring around 350G", 350.0, 1984, 2**29, "H100",
-              "8 HCAs at NDR 400 Gb/s (speed not stated); H200 = H100's NVLink 4 and "
-              "NVSwitch; --minbytes 512M --maxbytes 512M", "NVIDIA/nccl-tests#283"),
-    tokens_row("MPT-7B, 8 A100 (fitted)", FOUNDRY,
-               "7b | 2048 | 8 | a100_80gb | 64.23 | [...] | 6 | 2 | [...] | 4641 | [...] | "
-               "FULL_SHARD | False", 4641, 8, mpt(32, 4096, 2048), "A100", 6, 2048, None,
-               "bf16 collectives", fitted=True),
-    tokens_row("MPT-70B, 64 A100", FOUNDRY,
-               "70b | 2048 | 64 | a100_80gb | 53.33 | [...] | 8 | 4 | [...] | 410 | [...] | "
-               "FULL_SHARD | True", 410, 64, mpt(80, 8192, 2048), "A100", 8, 2048, "full",
-               "1600 Gbps RoCE per node = 8 x 200 Gb/s; bf16 collectives (PURE)"),
-    tokens_row("MPT-7B, 128 A100 40GB", FOUNDRY,
-               "7b | 2048 | 128 | a100_40gb | 50.14 | [...] | 18 | 1 | [...] | 3623 | [...] | "
-               "FULL_SHARD | True", 3623, 128, mpt(32, 4096, 2048), "A100 40GB", 18, 2048,
-               "full", "1600 Gbps RoCE per node = 8 x 200 Gb/s; bf16 collectives (PURE)"),
-    tokens_row("MPT-7B, 8 H100", FOUNDRY,
-               "7b | 2048 | 8 | h100_80gb | 46.44 | [...] | 6 | 1 | [...] | 10643 | [...] | "
-               "FULL_SHARD | False", 10643, 8, mpt(32, 4096, 2048), "H100", 6, 2048, None,
-               "bf16 collectives"),
-    tokens_row("MPT-70B, 64 H100", FOUNDRY,
-               "70b | 2048 | 64 | h100_80gb | 42.57 | [...] | 8 | 4 | [...] | 1039 | [...] | "
-               "FULL_SHARD | True", 1039, 64, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
-               "network not stated: 8 x 400 Gb/s per node; bf16 collectives"),
-    tokens_row("torchtitan Llama 3 8B, 64 A100", "liang2024torchtitan",
-               "| 8B | 1 | selective layer | 2904 | 56.8% |", 2904, 64, LLAMA3_8B, "A100", 1,
-               8192, "layer", "selective layer AC checkpoints every second block: half the "
-               "blocks recompute their forward; bf16 collectives"),
-    tokens_row("torchtitan Llama 3 70B, 64 A100", "liang2024torchtitan",
-               "| 70B | 1 | full | 331 | 51.7% |", 331, 64, LLAMA3_70B, "A100", 1, 8192, "full",
-               "bf16 collectives"),
+    busbw_row(
+        "A100 x 8, one node", "nccltests_issue175",
+        "singleNode, ./build/all_reduce_perf -b 8 -e 4G -f 2 -g 8, result: 232.54GB/s",
+        232.54, 8, 2**32, "A100", "the figure is the largest size's, 4 GiB",
+        "NVIDIA/nccl-tests#175"),
+    busbw_row(
+        "H100 x 8, one node (NVLS)", "nccltests_issue290",
+        "476GB/s looks to be in the expected range for H100", 476.0, 8, 2**32, "H100",
+        "the run's largest size, 4 GiB (maxBytes 4294967296)", "NVIDIA/nccl-tests#290"),
+    busbw_row(
+        "DGX A100 nodes, 8 x 200 Gb/s", "nccl_issue812",
+        "On an Nvidia DGX-A100 system we have 8x200Gbit/s IB cards and we measure "
+        "192GB/s AllReduce BusBW.", 192.0, 32, 2**32, "A100",
+        "node count not stated: 4 nodes (2-node trees exceed the NICs, the same "
+        "comment says); 4 GiB", "NVIDIA/nccl#812"),
+    busbw_row(
+        "H200 x 1,984 (248 nodes)", "nccltests_issue283",
+        "248 GPU servers [...] each equipped with 8 H200 GPUs [...] the bus bandwidth "
+        "[...] typically measuring around 350G", 350.0, 1984, 2**29, "H100",
+        "8 HCAs at NDR 400 Gb/s (speed not stated); H200 = H100's NVLink 4 and "
+        "NVSwitch; --minbytes 512M --maxbytes 512M", "NVIDIA/nccl-tests#283"),
+    tokens_row(
+        "MPT-7B, 8 A100 (fitted)", FOUNDRY,
+        "7b | 2048 | 8 | a100_80gb | 64.23 | [...] | 6 | 2 | [...] | 4641 | [...] | "
+        "FULL_SHARD | False", 4641, 8, mpt(32, 4096, 2048), "A100", 6, 2048, None,
+        "bf16 collectives", fitted=True),
+    tokens_row(
+        "MPT-70B, 64 A100", FOUNDRY,
+        "70b | 2048 | 64 | a100_80gb | 53.33 | [...] | 8 | 4 | [...] | 410 | [...] | "
+        "FULL_SHARD | True", 410, 64, mpt(80, 8192, 2048), "A100", 8, 2048, "full",
+        "1600 Gbps RoCE per node = 8 x 200 Gb/s; bf16 collectives (PURE)"),
+    tokens_row(
+        "MPT-7B, 128 A100 40GB", FOUNDRY,
+        "7b | 2048 | 128 | a100_40gb | 50.14 | [...] | 18 | 1 | [...] | 3623 | [...] | "
+        "FULL_SHARD | True", 3623, 128, mpt(32, 4096, 2048), "A100 40GB", 18, 2048,
+        "full", "1600 Gbps RoCE per node = 8 x 200 Gb/s; bf16 collectives (PURE)"),
+    tokens_row(
+        "MPT-7B, 8 H100", FOUNDRY,
+        "7b | 2048 | 8 | h100_80gb | 46.44 | [...] | 6 | 1 | [...] | 10643 | [...] | "
+        "FULL_SHARD | False", 10643, 8, mpt(32, 4096, 2048), "H100", 6, 2048, None,
+        "bf16 collectives"),
+    tokens_row(
+        "MPT-70B, 64 H100", FOUNDRY,
+        "70b | 2048 | 64 | h100_80gb | 42.57 | [...] | 8 | 4 | [...] | 1039 | [...] | "
+        "FULL_SHARD | True", 1039, 64, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
+        "network not stated: 8 x 400 Gb/s per node; bf16 collectives"),
+    tokens_row(
+        "torchtitan Llama 3 8B, 64 A100", "liang2024torchtitan",
+        "| 8B | 1 | selective layer | 2904 | 56.8% |", 2904, 64, LLAMA3_8B, "A100", 1,
+        8192, "layer", "selective layer AC checkpoints every second block: half the "
+        "blocks recompute their forward; bf16 collectives"),
+    tokens_row(
+        "torchtitan Llama 3 70B, 64 A100", "liang2024torchtitan",
+        "| 70B | 1 | full | 331 | 51.7% |", 331, 64, LLAMA3_70B, "A100", 1, 8192, "full",
+        "bf16 collectives"),
 ]
 # fmt: on
 
@@ -160,9 +171,10 @@ def predict_busbw(row: dict, hardware=None) -> float:
 
 
 def predict_tokens(row: dict, hardware=None) -> float:
-    """Tokens per second per GPU of FSDP's full sharding (ZeRO-3, prefetch) with the row's
-    micro-batch; "layer" checkpointing (every second block) as the mean of the step with
-    every block recomputed and with none. Raises ValueError where the step would not fit."""
+    """Tokens per second per GPU of FSDP's full sharding (ZeRO-3, prefetch) with the
+    row's micro-batch; "layer" checkpointing (every second block) as the mean of the
+    step with every block recomputed and with none. Raises ValueError where the step
+    would not fit."""
     from zerobook.perfmodel import predict_step
 
     hardware = hardware or HARDWARE[row["hardware"]]
