@@ -1,8 +1,10 @@
-// zerobook.perfmodel's predict_step, line for line in JavaScript, for the book's static step
-// explorer (no kernel, no network). Every sum is taken in the Python's order, so the numbers are
-// the same doubles: tests/test_widgets.py runs both on a sample of the explorer's menus in
-// Chromium and asserts equality. Left out (the explorer does not offer them): gradient buckets
-// (bucket_params) and dtypes other than 16-bit. Keep it in step with zerobook/perfmodel.
+// zerobook.perfmodel's predict_step and its collectives (NCCL's algorithms, protocols and
+// choice, zerobook.perfmodel.collectives), line for line in JavaScript, for the book's static
+// step explorer (no kernel, no network). Every sum is taken in the Python's order, so the
+// numbers are the same doubles: tests/test_widgets.py runs both in Chromium, on a sample of the
+// explorer's menus and on collectives of every kind, size and scale, and asserts equality. Left
+// out (the explorer does not offer them): gradient buckets (bucket_params) and dtypes other than
+// 16-bit. Keep it in step with zerobook/perfmodel.
 (function () {
   const OPTIMIZER_BYTES_PER_ELEMENT = 28, ALLOCATOR_MARGIN = 0.10, LOGIT_BYTES = 2 + 4, ELEMENT_BYTES = 2;
 
