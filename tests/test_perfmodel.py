@@ -280,3 +280,24 @@ def test_the_published_rows_are_predicted_within_the_goal():
     for row in predict_all():
         assert row["cite"] and row["quote"] and row["assumed"] and row["where"], row["id"]
         assert abs(row["ratio"] - 1) <= GOAL[row["kind"]], row["id"]
+
+
+def test_pricing_fp32_gradient_reductions_in_bf16_moves_a_step_by_about_one_percent():
+    """Rows whose runs reduced gradients in fp32 are priced with bf16 collectives: with every
+    collective in fp32 (more than those runs sent) their throughput falls by under 1.5%."""
+    from zerobook.perfmodel.published import ROWS, predict_tokens
+
+    for row in ROWS:
+        if row["kind"] == "tokens" and "fp32" in row["assumed"]:
+            fp32, bf16 = predict_tokens(row, dtype="fp32"), predict_tokens(row)
+            assert 0.985 < fp32 / bf16 <= 1, row["id"]
+
+
+def test_mpt_as_benchmarked_has_the_tables_parameter_counts():
+    """MosaicML's table gives NumParams per run: 6,658,859,008 for 7b and 64,862,437,376 for
+    70b at 2,048 tokens (learned positions count: 6,654,664,704 at 1,024)."""
+    from zerobook.perfmodel.published import mpt
+
+    assert mpt(32, 4096, 2048).num_params() == 6_658_859_008
+    assert mpt(32, 4096, 1024).num_params() == 6_654_664_704
+    assert mpt(80, 8192, 2048).num_params() == 64_862_437_376

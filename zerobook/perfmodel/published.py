@@ -127,7 +127,8 @@ ROWS = [
         "MPT-7B, 8 A100 (fitted)", FOUNDRY,
         "7b | 2048 | 8 | a100_80gb | 64.23 | [...] | 6 | 2 | [...] | 4641 | [...] | "
         "FULL_SHARD | False", 4641, 8, mpt(32, 4096, 2048), "A100", 6, 2048, None,
-        "bf16 collectives", fitted=True),
+        "gradients reduced in fp32 (MP Mode DEFAULT), priced in bf16: ~1% of a step",
+        fitted=True),
     tokens_row(
         "MPT-70B, 64 A100", FOUNDRY,
         "70b | 2048 | 64 | a100_80gb | 53.33 | [...] | 8 | 4 | [...] | 410 | [...] | "
@@ -142,21 +143,23 @@ ROWS = [
         "MPT-7B, 8 H100", FOUNDRY,
         "7b | 2048 | 8 | h100_80gb | 46.44 | [...] | 6 | 1 | [...] | 10643 | [...] | "
         "FULL_SHARD | False", 10643, 8, mpt(32, 4096, 2048), "H100", 6, 2048, None,
-        "bf16 collectives"),
+        "gradients reduced in fp32 (MP Mode DEFAULT), priced in bf16: ~1% of a step"),
     tokens_row(
         "MPT-70B, 64 H100", FOUNDRY,
         "70b | 2048 | 64 | h100_80gb | 42.57 | [...] | 8 | 4 | [...] | 1039 | [...] | "
         "FULL_SHARD | True", 1039, 64, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
-        "network not stated: 8 x 400 Gb/s per node; bf16 collectives"),
+        "network not stated: 8 x 400 Gb/s per node; gradients reduced in fp32 "
+        "(DEFAULT), priced in bf16: ~1% of a step"),
     tokens_row(
         "torchtitan Llama 3 8B, 64 A100", "liang2024torchtitan",
         "| 8B | 1 | selective layer | 2904 | 56.8% |", 2904, 64, LLAMA3_8B, "A100", 1,
         8192, "layer", "selective layer AC checkpoints every second block: half the "
-        "blocks recompute their forward; bf16 collectives"),
+        "blocks recompute their forward; gradients reduced in fp32 (torchtitan's "
+        "default), priced in bf16: ~1% of a step"),
     tokens_row(
         "torchtitan Llama 3 70B, 64 A100", "liang2024torchtitan",
         "| 70B | 1 | full | 331 | 51.7% |", 331, 64, LLAMA3_70B, "A100", 1, 8192, "full",
-        "bf16 collectives"),
+        "gradients reduced in fp32 (torchtitan's default), priced in bf16: ~1% of a step"),
 ]
 # fmt: on
 
@@ -170,11 +173,11 @@ def predict_busbw(row: dict, hardware=None) -> float:
     return row["size"] / seconds * 2 * (n - 1) / n / 1e9
 
 
-def predict_tokens(row: dict, hardware=None) -> float:
+def predict_tokens(row: dict, hardware=None, dtype: str = "bf16") -> float:
     """Tokens per second per GPU of FSDP's full sharding (ZeRO-3, prefetch) with the
-    row's micro-batch; "layer" checkpointing (every second block) as the mean of the
-    step with every block recomputed and with none. Raises ValueError where the step
-    would not fit."""
+    row's micro-batch, every collective in `dtype`; "layer" checkpointing (every second
+    block) as the mean of the step with every block recomputed and with none. Raises
+    ValueError where the step would not fit."""
     from zerobook.perfmodel import predict_step
 
     hardware = hardware or HARDWARE[row["hardware"]]
@@ -184,6 +187,7 @@ def predict_tokens(row: dict, hardware=None) -> float:
         "stage": 3,
         "seq_len": row["seq_len"],
         "micro_batch": row["micro_batch"],
+        "dtype": dtype,
     }
     tokens = row["micro_batch"] * row["seq_len"]
     if row["checkpointing"] == "layer":
