@@ -214,3 +214,36 @@ def test_the_live_step_explorer_follows_its_controls():
                      activation_checkpointing="full", shard_group=4, allow_oom=True)
     assert label.value == widgets.step_summary(p, 80) != first
     assert terms.value == widgets.memory_sentence(p)
+
+
+def test_the_pages_collectives_are_nccl_choice_to_the_bit(tmp_path):
+    """perfmodel.js's collectiveSeconds against collective_seconds for every kind, sizes from
+    4 B to 16 GiB, one node to 2,048 GPUs, whole nodes and one rank per node, on each preset,
+    one with in-network reduction across nodes (SHARP) and a calibrated alpha-beta host: every
+    algorithm and protocol NCCL's tuner offers, the same doubles."""
+    from dataclasses import asdict
+
+    from zerobook.hardware import PRESETS
+    from zerobook.perfmodel import collective_seconds, nccl_choice
+
+    page, _, _ = explorer_page(tmp_path)
+    presets = {**PRESETS, "sharp": PRESETS["H100"].with_(sharp=True),
+               "host": PRESETS["A100"].with_(generation=None, intra_alpha=3e-5, inter_alpha=9e-5)}
+    cases = [(name, kind, 4 ** e, n, k) for name in presets for kind in ("all_reduce", "all_gather", "reduce_scatter")
+             for e in range(1, 18) for n, k in ((8, 8), (16, 8), (64, 8), (2048, 8), (8, 1), (128, 1))]
+    browser = driver(tmp_path / "profile")
+    try:
+        browser.get(page.as_uri())
+        got = browser.execute_script(
+            "const [cases, hw] = arguments; return cases.map(([name, kind, size, n, k]) =>"
+            " window.zerobook.collectiveSeconds(kind, size, n, k, hw[name]));",
+            cases, {name: asdict(h) for name, h in presets.items()})
+    finally:
+        browser.quit()
+    expected = [collective_seconds(kind, size, world_size=n, gpus_per_node=k, hardware=presets[name])
+                for name, kind, size, n, k in cases]
+    assert got == expected
+    algorithms = {nccl_choice(kind, size, world_size=n, gpus_per_node=k, hardware=presets[name])[:2]
+                  for name, kind, size, n, k in cases}
+    assert {a for a, _ in algorithms} == {"ring", "tree", "nvls", "nvls_tree", "collnet"}
+    assert {p for _, p in algorithms} == {"LL", "LL128", "Simple", "alpha-beta"}

@@ -153,7 +153,8 @@ def step_summary(p, memory_gb: float) -> str:
     """The sentence both step explorers print for a prediction."""
     fits = "fits" if p.fits else "does not fit"
     return (f"Step {p.step_s:.2f} s: computing {p.compute_s:.2f} s, waiting for communication "
-            f"{p.exposed_comm_s:.2f} s; MFU {p.mfu:.2f}; {p.peak_memory_bytes / 1e9:.1f} GB per GPU — {fits} "
+            f"{p.exposed_comm_s:.2f} s; MFU {p.mfu:.2f} (predicted); {p.peak_memory_bytes / 1e9:.1f} GB per GPU "
+            f"(predicted) — {fits} "
             f"in {memory_gb:.0f} GB.")
 
 

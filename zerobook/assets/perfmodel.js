@@ -1,8 +1,10 @@
-// zerobook.perfmodel's predict_step, line for line in JavaScript, for the book's static step
-// explorer (no kernel, no network). Every sum is taken in the Python's order, so the numbers are
-// the same doubles: tests/test_widgets.py runs both on a sample of the explorer's menus in
-// Chromium and asserts equality. Left out (the explorer does not offer them): gradient buckets
-// (bucket_params) and dtypes other than 16-bit. Keep it in step with zerobook/perfmodel.
+// zerobook.perfmodel's predict_step and its collectives (NCCL's algorithms, protocols and
+// choice, zerobook.perfmodel.collectives), line for line in JavaScript, for the book's static
+// step explorer (no kernel, no network). Every sum is taken in the Python's order, so the
+// numbers are the same doubles: tests/test_widgets.py runs both in Chromium, on a sample of the
+// explorer's menus and on collectives of every kind, size and scale, and asserts equality. Left
+// out (the explorer does not offer them): gradient buckets (bucket_params) and dtypes other than
+// 16-bit. Keep it in step with zerobook/perfmodel.
 (function () {
   const OPTIMIZER_BYTES_PER_ELEMENT = 28, ALLOCATOR_MARGIN = 0.10, LOGIT_BYTES = 2 + 4, ELEMENT_BYTES = 2;
 
@@ -27,13 +29,92 @@
     return (12 * h + 4 * kvDim(m) + 2 * (m.gated ? 4 : 2) * f) * tokens;
   }
 
-  // zerobook.perfmodel.step: a ring of `ranks` over a link.
-  function ringSeconds(kind, size, ranks, alpha, bandwidth) {
-    if (ranks === 1) return 0.0;
-    const steps = kind === "all_reduce" ? 2 : 1;
-    return steps * ((ranks - 1) * alpha + (ranks - 1) / ranks * size / bandwidth);
+  // zerobook.perfmodel.collectives: NCCL's algorithms, protocols and choice (tuning.cc).
+  const US = 1e-6, CHANNELS = 16;
+  const BASE_LATENCY = {tree: [6.8, 14.0, 8.4], ring: [6.6, 14.0, 8.4]};
+  const HW_LATENCY = {
+    nvlink: {tree: [0.6, 1.25, 4.0], ring: [0.6, 1.9, 3.4], collnet: [0, 0, 3.7], nvls: [0, 0, 25.0], nvls_tree: [0, 0, 25.0]},
+    net: {tree: [5.0, 8.5, 14.0], ring: [2.7, 4.0, 14.0], collnet: [0, 0, 31.0], nvls: [0, 0, 18.0], nvls_tree: [0, 0, 20.9]},
+  };
+  const LL_MAX = {ampere: [87.7, 22.5, 19.0], hopper: [141.0, 39.0, 20.4]};
+  const NET_OVERHEAD = {ampere: 2.0, hopper: 1.0}, NVLS_EFFICIENCY = {ampere: 0.0, hopper: 0.85};
+  const TREE_CORRECTION = [
+    [1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0],
+    [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0],
+    [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9],
+  ];
+  function floorLog2(value) {
+    let bits = -1;
+    while (value >= 1) { value = Math.floor(value / 2); bits += 1; }
+    return bits;
   }
-  const link = (hw, spans) => (spans ? [hw.inter_alpha, hw.inter_bandwidth] : [hw.intra_alpha, hw.intra_bandwidth]);
+  function linkBytes(kind, size, n, perNode, nicsPerGpu) {
+    const k = Math.min(n, perNode), sent = (kind === "all_reduce" ? 2 : 1) * (n - 1) / n * size;
+    if (n === k) return {nvlink: sent, nic: 0.0};
+    return {nvlink: (1 - 1 / k) * sent, nic: sent / (k * nicsPerGpu)};
+  }
+  function ringBytesSeconds(kind, size, n, k, hw) {
+    const sent = linkBytes(kind, size, n, k, hw.nics_per_node / hw.gpus_per_node);
+    return Math.max(sent.nvlink / hw.intra_bandwidth, sent.nic / hw.nic_bandwidth);
+  }
+  const busBandwidth = (n, k, hw) => (n === 1 ? Infinity : (n - 1) / n / ringBytesSeconds("all_gather", 1.0, n, k, hw));
+  function ring(kind, size, n, k, hw, p) {
+    const nodes = Math.floor(n / k), gen = hw.generation;
+    const nsteps = kind === "all_reduce" ? 2 * (n - 1) : n - 1;
+    const inter = nodes === 1 ? 0 : kind === "all_reduce" ? 2 * (nodes - 1) : nodes - 1;
+    const overhead = nodes === 1 ? 0.0 : NET_OVERHEAD[gen] * (p === 2 ? 3 : 1);
+    const intraLat = Math.max(HW_LATENCY.nvlink.ring[p], overhead);
+    const interLat = HW_LATENCY.net[k === 1 ? "tree" : "ring"][p];
+    let lat = BASE_LATENCY.ring[p] + (nsteps - inter) * intraLat + inter * interLat;
+    if (p === 2 && nodes > 1 && kind === "all_reduce" && size / (CHANNELS * n) >= 64) lat *= 1.4;
+    let seconds = ringBytesSeconds(kind, size, n, k, hw);
+    if (p === 1) {
+      seconds /= 0.92;
+    } else if (p === 0) {
+      const bus = (kind === "all_reduce" ? 2 : 1) * (n - 1) / n * size / seconds;
+      seconds *= bus / Math.min(LL_MAX[gen][Math.min(nodes, 3) - 1] * 1e9, 0.5 * bus);
+    }
+    return lat * US + seconds;
+  }
+  function tree(size, n, k, hw, p) {
+    const nodes = Math.floor(n / k), gen = hw.generation;
+    let bus = 0.92 * 2 * (n - 1) / n * size / ringBytesSeconds("all_reduce", size, n, k, hw);
+    if (p === 0) bus = Math.min(bus / 3.8, LL_MAX[gen][Math.min(nodes, 3) - 1] * 1e9);
+    else if (p === 1) bus *= nodes === 1 ? 7 / 9 : 120 / 128;
+    const logSize = floorLog2(Math.floor(size / 64));
+    if (logSize >= 0 && logSize < 23) bus *= TREE_CORRECTION[p][logSize];
+    const interLat = HW_LATENCY.net.tree[p];
+    const lat = BASE_LATENCY.tree[p] + 2 * ((k - 1) * HW_LATENCY.nvlink.tree[p] + floorLog2(nodes) * interLat);
+    return lat * US + size / (0.5 * bus);
+  }
+  function inNetwork(size, n, k, hw) {
+    const nodes = Math.floor(n / k), out = [];
+    const nvls = NVLS_EFFICIENCY[hw.generation] * hw.intra_bandwidth * k / (k + 1);
+    const egress = k * hw.nics_per_node / hw.gpus_per_node * hw.nic_bandwidth;
+    if (hw.nvls && k > 1 && nodes === 1) out.push(HW_LATENCY.nvlink.nvls[2] * US + size / nvls);
+    if (hw.nvls && k > 1 && nodes > 1) {
+      const lat = HW_LATENCY.nvlink.nvls_tree[2] + 2 * floorLog2(nodes) * HW_LATENCY.net.nvls_tree[2];
+      out.push(lat * US + size / Math.min(nvls, egress / 2));
+    }
+    if (hw.sharp && nodes > 1) {
+      const inside = hw.nvls && k > 1 ? nvls : k > 1 ? hw.intra_bandwidth * k / (2 * (k - 1)) : Infinity;
+      const lat = 2 * (Math.min(1, k - 1) * HW_LATENCY.nvlink.collnet[2] + (k - 1) * 0.4) + HW_LATENCY.net.collnet[2];
+      out.push(lat * US + size / Math.min(inside, egress));
+    }
+    return out;
+  }
+  function collectiveSeconds(kind, size, n, perNode, hw) {
+    const k = Math.min(n, perNode);
+    if (n === 1 || size === 0) return 0.0;
+    if (hw.generation === null) {  // a calibrated host: an alpha-beta ring
+      const oneNode = n === k, alpha = oneNode ? hw.intra_alpha : hw.inter_alpha;
+      const bandwidth = oneNode ? hw.intra_bandwidth : busBandwidth(n, k, hw);
+      return (kind === "all_reduce" ? 2 : 1) * ((n - 1) * alpha + (n - 1) / n * size / bandwidth);
+    }
+    let options = [0, 1, 2].map((p) => ring(kind, size, n, k, hw, p));
+    if (kind === "all_reduce") options = options.concat([0, 1, 2].map((p) => tree(size, n, k, hw, p)), inNetwork(size, n, k, hw));
+    return options.reduce((best, s) => (s < best ? s : best));
+  }
 
   // zerobook.perfmodel.schedule.Program
   function schedule(ops) {
@@ -65,15 +146,23 @@
       return op;
     };
     const replicas = Math.floor(layout.n / layout.group);
+    function group(kind) {  // zerobook.perfmodel.step.Layout.group
+      if (kind === "all_reduce") return [layout.n, Math.min(layout.n, layout.perNode)];
+      if (kind === "replicas") return [replicas, Math.max(1, Math.floor(layout.perNode / layout.group))];
+      return [layout.group, Math.min(layout.group, layout.perNode)];
+    }
+    function seconds(kind, size) {
+      const [ranks, perNode] = group(kind);
+      kind = kind === "replicas" ? "all_reduce" : kind;
+      let times = 1;
+      if (kind === "reduce_scatter" && hw.reduce_scatter !== null) [kind, times] = ["all_reduce", hw.reduce_scatter];
+      return times * collectiveSeconds(kind, size, ranks, perNode, hw);
+    }
     function collective(kind, unit, params, ...deps) {
       const size = params * ELEMENT_BYTES;
-      const [ranks, spans] = kind === "all_reduce" ? [layout.n, layout.n > layout.perNode] : [layout.group, layout.group > layout.perNode];
-      let seconds = ringSeconds(kind, size, ranks, ...link(hw, spans));
-      if (kind === "reduce_scatter") seconds = hw.reduce_scatter * ringSeconds("all_reduce", size, ranks, ...link(hw, spans));
-      let op = add("communication", kind.replace("_", "-"), unit, seconds, ...deps);
+      let op = add("communication", kind.replace("_", "-"), unit, seconds(kind, size), ...deps);
       if (kind === "reduce_scatter" && replicas > 1) {
-        const across = ringSeconds("all_reduce", size / layout.group, replicas, ...link(hw, layout.n > layout.perNode));
-        op = add("communication", "all-reduce (replicas)", unit, across, ["end", op]);
+        op = add("communication", "all-reduce (replicas)", unit, seconds("replicas", size / layout.group), ["end", op]);
       }
       return op;
     }
@@ -113,7 +202,8 @@
 
   function stepTimes(m, hw, tokens, seq, checkpointing, shardElements) {
     const rate = hw.peak_flops * hw.sustained;
-    const forward = blockForwardFlops(m, tokens, seq) / rate, root = rootForwardFlops(m, tokens) / rate;
+    const elementwise = tokens * m.hidden * hw.elementwise_bytes / hw.memory_bandwidth;
+    const forward = blockForwardFlops(m, tokens, seq) / rate + elementwise, root = rootForwardFlops(m, tokens) / rate;
     const recompute = checkpointing === "full" ? forward : 0.0;
     return {block_forward: forward, block_backward: 2 * forward + recompute, root_forward: root,
             root_backward: 2 * root, optimizer: shardElements * OPTIMIZER_BYTES_PER_ELEMENT / hw.memory_bandwidth};
@@ -151,5 +241,5 @@
             timeline};
   }
 
-  window.zerobook = Object.assign(window.zerobook || {}, {predictStep, numParams});
+  window.zerobook = Object.assign(window.zerobook || {}, {predictStep, numParams, collectiveSeconds});
 })();

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zerobook import memory
+from zerobook.perfmodel.collectives import collective_seconds, critical_tokens_per_gpu, nccl_choice
 from zerobook.perfmodel.models import CHECKPOINTING, GPT3_175B, LLAMA3_8B, LLAMA3_70B, MODELS, ModelSpec
 from zerobook.perfmodel.schedule import Span
 from zerobook.perfmodel.step import OPTIMIZER_BYTES_PER_ELEMENT, Layout, StepProgram
@@ -23,7 +24,7 @@ ALLOCATOR_MARGIN = 0.10  # the caching allocator's fragmentation and the kernels
 LOGIT_BYTES = 2 + 4  # per token per vocabulary entry: the 16-bit logits and the fp32 copy the loss takes
 COMPUTATIONS = ("forward", "backward", "optimizer step")  # a span's `what` when it computes; else it communicates
 
-__all__ = ["GPT3_175B", "LLAMA3_70B", "LLAMA3_8B", "MODELS", "ModelSpec", "Prediction", "predict_step"]
+__all__ = ["collective_seconds", "critical_tokens_per_gpu", "nccl_choice", "GPT3_175B", "LLAMA3_70B", "LLAMA3_8B", "MODELS", "ModelSpec", "Prediction", "predict_step"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ def check(model, hardware, world_size, gpus_per_node, stage, micro_batch, seq_le
         raise ValueError(f"world_size {world_size} is not a multiple of gpus_per_node {gpus_per_node}")
     if shard_group is not None and (stage == 0 or shard_group < 1 or world_size % shard_group):
         raise ValueError(f"shard_group {shard_group} must divide world_size {world_size} (and stage >= 1)")
+    g = shard_group
+    if g is not None and (g > gpus_per_node and g % gpus_per_node or g < gpus_per_node and gpus_per_node % g):
+        raise ValueError(f"shard_group {g} must be whole nodes or divide a node of {gpus_per_node} GPUs")
+    if gpus_per_node > hardware.gpus_per_node:
+        raise ValueError(f"gpus_per_node {gpus_per_node} is more than {hardware.name}'s {hardware.gpus_per_node}")
     if stage not in (0, 1, 2, 3) or checkpointing not in CHECKPOINTING or dtype not in ELEMENT_BYTES:
         raise ValueError(f"stage must be 0-3, activation_checkpointing one of {CHECKPOINTING}, "
                          f"dtype one of {list(ELEMENT_BYTES)}: got {stage!r}, {checkpointing!r}, {dtype!r}")
@@ -61,7 +67,8 @@ def check(model, hardware, world_size, gpus_per_node, stage, micro_batch, seq_le
 def step_times(model: ModelSpec, hardware, tokens: int, seq_len: int, checkpointing, shard_elements: float) -> dict:
     """Seconds of each computation of one micro-batch on one GPU."""
     rate = hardware.peak_flops * hardware.sustained
-    forward = model.block_forward_flops(tokens, seq_len) / rate
+    elementwise = tokens * model.hidden * hardware.elementwise_bytes / hardware.memory_bandwidth
+    forward = model.block_forward_flops(tokens, seq_len) / rate + elementwise
     root = model.root_forward_flops(tokens) / rate
     recompute = forward if checkpointing == "full" else 0.0
     return {"block_forward": forward, "block_backward": 2 * forward + recompute, "root_forward": root,

@@ -44,9 +44,10 @@ def machine_hardware(calibration: dict, spec, batch: int, seq_len: int, name: st
     flops = 3 * forward_flops(spec, batch * seq_len, seq_len) / calibration["compute_seconds"]
     return Hardware(name, peak_flops=flops, memory_bytes=float("inf"),
                     memory_bandwidth=elements * OPTIMIZER_BYTES_PER_ELEMENT / optimizer_s,
-                    intra_bandwidth=1 / fit["beta"], inter_bandwidth=1 / fit["beta"],
-                    intra_alpha=fit["alpha"], inter_alpha=fit["alpha"], gpus_per_node=n, overlap=False,
-                    reduce_scatter=calibration["reduce_scatter_over_all_reduce"] or 0.5,
+                    intra_bandwidth=1 / fit["beta"], nic_bandwidth=1 / fit["beta"], nics_per_node=n,
+                    gpus_per_node=n, generation=None, intra_alpha=fit["alpha"], inter_alpha=fit["alpha"],
+                    overlap=False, reduce_scatter=calibration["reduce_scatter_over_all_reduce"] or 0.5,
+                    sustained_source="calibrated: the measured step over its FLOPs",
                     source=f"zerobook.runs.calibrate on {n} ranks")
 
 

@@ -3,19 +3,22 @@ scheduled on two streams.
 
 Times: a block's forward is its FLOPs over the sustained rate (hardware.peak_flops x
 hardware.sustained), its backward twice that (plus a forward again under full recomputation); a
-collective over k ranks of S bytes is a ring: (k-1) alpha + (k-1)/k S / B for a reduce-scatter or
-an all-gather, twice that for an all-reduce, with B the NVLink bandwidth when the k ranks share a
-node and the network's otherwise (a ring that leaves the node goes at the pace of its slowest
-link); a reduce-scatter takes hardware.reduce_scatter x an all-reduce's time (a ring's half;
-gloo's reduce-scatter is an all-reduce and copies: more than 1). Gradients are reduced one collective per unit (FSDP's way), or, given
-`bucket_params`, in buckets of that many as backward fills them (DDP's and our ZeRO-1/2's way: a
-bucket's latency is paid per bucket). The optimizer's step reads and writes every shard element's
-28 bytes (fp32 master, momentum and variance, the gradient, the 16-bit copy) at HBM bandwidth.
+collective is priced as NCCL runs it (zerobook.perfmodel.collectives: its algorithm and protocol
+for that size, over the links of the rank layout): DDP's all-reduce over every rank, ZeRO's
+all-gathers and reduce-scatters over the shard group (consecutive ranks: whole nodes, or a part
+of one), HSDP's all-reduce over the replicas (one rank per node, or G/g of them). Where
+hardware.reduce_scatter is a number, a reduce-scatter takes that multiple of an all-reduce's
+time (gloo's is an all-reduce and copies). Gradients are reduced one collective per unit (FSDP's
+way), or, given `bucket_params`, in buckets of that many as backward fills them (DDP's and our
+ZeRO-1/2's way: a bucket's latency is paid per bucket). The optimizer's step reads and writes
+every shard element's 28 bytes (fp32 master, momentum and variance, the gradient, the 16-bit
+copy) at HBM bandwidth.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zerobook.perfmodel.collectives import collective_seconds, link_bytes
 from zerobook.perfmodel.schedule import Program
 
 OPTIMIZER_BYTES_PER_ELEMENT = 28  # read master, m, v (12) + 16-bit grad (2); write master, m, v (12) + 16-bit copy (2)
@@ -34,25 +37,22 @@ class Layout:
     def replicas(self) -> int:
         return self.world_size // self.shard_group
 
-    def link(self, hardware, ranks: int, spans_nodes: bool) -> tuple[float, float]:
-        """(alpha, bandwidth) of a ring over `ranks` ranks: NVLink inside a node, else the network."""
-        if spans_nodes:
-            return hardware.inter_alpha, hardware.inter_bandwidth
-        return hardware.intra_alpha, hardware.intra_bandwidth
+    def group(self, kind: str) -> tuple[int, int]:
+        """(ranks, ranks per node) of a collective: DDP's all-reduce over every rank; ZeRO's
+        all-gathers and reduce-scatters over a shard group of consecutive ranks; ("replicas")
+        HSDP's all-reduce over the ranks holding the same shard, one in each G consecutive."""
+        n, g, group = self.world_size, self.gpus_per_node, self.shard_group
+        if kind == "all_reduce":
+            return n, min(n, g)
+        if kind == "replicas":
+            return self.replicas, max(1, g // group)
+        return group, min(group, g)
 
 
 def bucket_sizes(params: int, bucket_params: int) -> list[int]:
     """`params` elements cut into buckets of `bucket_params` (the last one what is left)."""
     full, rest = divmod(params, bucket_params)
     return [bucket_params] * full + ([rest] if rest else [])
-
-
-def ring_seconds(kind: str, size: float, ranks: int, alpha: float, bandwidth: float) -> float:
-    """A ring collective of `size` bytes (the whole buffer) over `ranks` ranks."""
-    if ranks == 1:
-        return 0.0
-    steps = 2 if kind == "all_reduce" else 1
-    return steps * ((ranks - 1) * alpha + (ranks - 1) / ranks * size / bandwidth)
 
 
 class StepProgram:
@@ -65,24 +65,28 @@ class StepProgram:
         self.bucket_params = None if stage == 3 else bucket_params
         self.program = Program(hardware.overlap)
 
-    def collective(self, kind: str, unit: str, params: int, *deps):
-        """A collective of `params` 16-bit elements: DDP's all-reduce over every rank, ZeRO's
-        all-gather and reduce-scatter over the shard group (and, under HSDP, an all-reduce of
-        the shard over the replicas, on the network)."""
-        layout, size = self.layout, params * self.element_bytes
-        if kind == "all_reduce":
-            ranks, spans = layout.world_size, layout.world_size > layout.gpus_per_node
+    def seconds(self, kind: str, size: float) -> float:
+        """One collective of `size` bytes over its group ("replicas": HSDP's all-reduce); a
+        reduce-scatter at hardware.reduce_scatter x an all-reduce of its group, where set."""
+        ranks, per_node = self.layout.group(kind)
+        kind = "all_reduce" if kind == "replicas" else kind
+        ratio = self.hardware.reduce_scatter
+        if kind == "reduce_scatter" and ratio is not None:
+            kind, times = "all_reduce", ratio
         else:
-            ranks, spans = layout.shard_group, layout.shard_group > layout.gpus_per_node
-        seconds = ring_seconds(kind, size, ranks, *layout.link(self.hardware, ranks, spans))
-        if kind == "reduce_scatter":  # hardware.reduce_scatter x the all-reduce (a ring: exactly the ring's)
-            seconds = self.hardware.reduce_scatter * ring_seconds("all_reduce", size, ranks,
-                                                                  *layout.link(self.hardware, ranks, spans))
+            times = 1
+        return times * collective_seconds(kind, size, world_size=ranks, gpus_per_node=per_node,
+                                          hardware=self.hardware)
+
+    def collective(self, kind: str, unit: str, params: int, *deps):
+        """A collective of `params` elements: DDP's all-reduce over every rank, ZeRO's
+        all-gather and reduce-scatter over the shard group (and, under HSDP, an all-reduce of
+        the shard over the replicas)."""
+        size = params * self.element_bytes
+        seconds = self.seconds(kind, size)
         op = self.program.add("communication", kind.replace("_", "-"), unit, seconds, *deps)
-        if kind == "reduce_scatter" and layout.replicas > 1:
-            shard = size / layout.shard_group
-            across = ring_seconds("all_reduce", shard, layout.replicas,
-                                  *layout.link(self.hardware, layout.replicas, layout.world_size > layout.gpus_per_node))
+        if kind == "reduce_scatter" and self.layout.replicas > 1:
+            across = self.seconds("replicas", size / self.layout.shard_group)
             op = self.program.add("communication", "all-reduce (replicas)", unit, across, ("end", op))
         return op
 
@@ -158,19 +162,26 @@ class StepProgram:
         return self.program
 
 
-def traffic_per_gpu(spec, stage: int, layout: Layout, element_bytes: int = 2) -> dict:
-    """Bytes one GPU sends per step on each kind of link ("nvlink", "network"), from the ring's
-    (k-1)/k: DDP all-reduces 2Psi over every rank; ZeRO-1/2 reduce-scatter and all-gather Psi over
-    the shard group; ZeRO-3 gathers twice (the root once: it is kept) and reduce-scatters once;
-    HSDP adds the all-reduce of each shard (Psi/G) over the N/G replicas."""
-    psi, n, g, group = spec.num_params(), layout.world_size, layout.gpus_per_node, layout.shard_group
-    out = {"nvlink": 0.0, "network": 0.0}
-    if stage == 0:
-        out["network" if n > g else "nvlink"] += 2 * (n - 1) / n * psi * element_bytes
-        return out
+def traffic_per_gpu(spec, stage: int, layout: Layout, element_bytes: int = 2,
+                    nics_per_gpu: float = 1.0) -> dict:
+    """Bytes per step a ring sends on each kind of link: "nvlink", one GPU's; "network", one
+    NIC's (a node's egress over its NICs, nics_per_gpu per GPU). DDP all-reduces 2Psi over every
+    rank; ZeRO-1/2 reduce-scatter and all-gather Psi over the shard group; ZeRO-3 gathers twice
+    (the root once: it is kept) and reduce-scatters once; HSDP adds the all-reduce of each shard
+    (Psi/G) over the N/G replicas. Each collective's bytes per link: collectives.link_bytes."""
+    psi, group = spec.num_params(), layout.shard_group
     gathered = 2 * psi - spec.root_params() if stage == 3 else psi
-    out["network" if group > g else "nvlink"] += (group - 1) / group * (gathered + psi) * element_bytes
-    replicas = layout.replicas
-    if replicas > 1:
-        out["network" if n > g else "nvlink"] += 2 * (replicas - 1) / replicas * psi / group * element_bytes
+    if stage == 0:
+        parts = [("all_reduce", "all_reduce", psi)]
+    else:
+        parts = [("all_gather", "all_gather", gathered), ("reduce_scatter", "reduce_scatter", psi)]
+        if layout.replicas > 1:
+            parts.append(("all_reduce", "replicas", psi / group))
+    out = {"nvlink": 0.0, "network": 0.0}
+    for kind, who, params in parts:
+        ranks, per_node = layout.group(who)
+        sent = link_bytes(kind, params * element_bytes, world_size=ranks, gpus_per_node=per_node,
+                          nics_per_gpu=nics_per_gpu)
+        out["nvlink"] += sent["nvlink"]
+        out["network"] += sent["nic"]
     return out

@@ -1,0 +1,234 @@
+"""Published measurements the performance model is checked against, each with its
+source, its inputs and what had to be assumed; and the model's prediction of each.
+
+    rows = predict_all()  # [{"id", "kind", "published", "predicted", "ratio", ...}]
+
+Two kinds: nccl-tests' all-reduce bus bandwidth (GB/s, 10^9 bytes/s) and training
+throughput with FSDP's full sharding (tokens per second per GPU). One row is fitted, and
+marked so: the MPT-7B run on 8 A100s fixes hardware.ELEMENTWISE_BYTES (the time of a
+block's non-matmul kernels); every other row is predicted from the presets, the shapes
+and the schedule. Rows that used tensor or pipeline parallelism beside FSDP are left out
+(the step model does not price them).
+"""
+
+from __future__ import annotations
+
+from zerobook.hardware import A100_NODE, H100_NODE
+from zerobook.perfmodel.collectives import collective_seconds
+from zerobook.perfmodel.models import LLAMA3_8B, LLAMA3_70B, ModelSpec
+
+GOAL = {"busbw": 0.20, "tokens": 0.25}  # the ratio's goal: within 20% and 25% of 1
+FOUNDRY = "mosaicml_llmfoundry_bench"
+WHERE = {
+    FOUNDRY: "mosaicml/llm-foundry, scripts/train/benchmarking/README.md",
+    "liang2024torchtitan": "pytorch/torchtitan, docs/performance.md",
+}
+HARDWARE = {
+    "A100": A100_NODE,
+    "H100": H100_NODE,
+    # A100 40 GB: HBM2 at 1,555 GB/s (NVIDIA A100 datasheet); network as the 80 GB nodes
+    "A100 40GB": A100_NODE.with_(memory_bytes=40e9, memory_bandwidth=1.555e12),
+}
+
+
+def mpt(layers: int, hidden: int, seq_len: int) -> ModelSpec:
+    """MosaicML's MPT as benchmarked: GELU MLP of 4h, biases, LayerNorm with bias, the
+    embedding tied, learned positions of seq_len, a 50,368-entry vocabulary (these give
+    the table's NumParams exactly)."""
+    return ModelSpec(
+        f"MPT {layers} x {hidden}",
+        layers=layers,
+        hidden=hidden,
+        heads=hidden // 128,
+        kv_heads=hidden // 128,
+        ffn=4 * hidden,
+        vocab=50368,
+        gated=False,
+        tied=True,
+        biases=True,
+        norm_params=2,
+        positions=seq_len,
+    )
+
+
+def busbw_row(id, cite, quote, published, gpus, size, hardware, assumed, where):
+    return {
+        "id": id,
+        "kind": "busbw",
+        "cite": cite,
+        "where": where,
+        "quote": quote,
+        "published": published,
+        "gpus": gpus,
+        "size": size,
+        "hardware": hardware,
+        "assumed": assumed,
+        "fitted": False,
+    }
+
+
+def tokens_row(
+    id,
+    cite,
+    quote,
+    published,
+    gpus,
+    model,
+    hardware,
+    micro,
+    seq,
+    ac,
+    assumed,
+    fitted=False,
+):
+    where = WHERE[cite]
+    return {
+        "id": id,
+        "kind": "tokens",
+        "cite": cite,
+        "where": where,
+        "quote": quote,
+        "published": published,
+        "gpus": gpus,
+        "model": model,
+        "hardware": hardware,
+        "micro_batch": micro,
+        "seq_len": seq,
+        "checkpointing": ac,
+        "assumed": assumed,
+        "fitted": fitted,
+    }
+
+
+# fmt: off
+ROWS = [
+    busbw_row(
+        "A100 x 8, one node", "nccltests_issue175",
+        "singleNode, ./build/all_reduce_perf -b 8 -e 4G -f 2 -g 8, result: 232.54GB/s",
+        232.54, 8, 2**32, "A100", "the figure is the largest size's, 4 GiB",
+        "NVIDIA/nccl-tests#175"),
+    busbw_row(
+        "H100 x 8, one node (NVLS)", "nccltests_issue290",
+        "476GB/s looks to be in the expected range for H100", 476.0, 8, 2**32, "H100",
+        "the run's largest size, 4 GiB (maxBytes 4294967296)", "NVIDIA/nccl-tests#290"),
+    busbw_row(
+        "DGX A100 nodes, 8 x 200 Gb/s", "nccl_issue812",
+        "On an Nvidia DGX-A100 system we have 8x200Gbit/s IB cards and we measure "
+        "192GB/s AllReduce BusBW.", 192.0, 32, 2**32, "A100",
+        "node count not stated: 4 nodes (2-node trees exceed the NICs, the same "
+        "comment says); 4 GiB", "NVIDIA/nccl#812"),
+    busbw_row(
+        "H200 x 1,984 (248 nodes)", "nccltests_issue283",
+        "248 GPU servers [...] each equipped with 8 H200 GPUs [...] the bus bandwidth "
+        "[...] typically measuring around 350G", 350.0, 1984, 2**29, "H100",
+        "8 HCAs at NDR 400 Gb/s (speed not stated); H200 = H100's NVLink 4 and "
+        "NVSwitch; --minbytes 512M --maxbytes 512M", "NVIDIA/nccl-tests#283"),
+    tokens_row(
+        "MPT-7B, 8 A100 (fitted)", FOUNDRY,
+        "7b | 2048 | 8 | a100_80gb | 64.23 | [...] | 6 | 2 | [...] | 4641 | [...] | "
+        "FULL_SHARD | False", 4641, 8, mpt(32, 4096, 2048), "A100", 6, 2048, None,
+        "gradients reduced in fp32 (MP Mode DEFAULT), priced in bf16: ~1% of a step",
+        fitted=True),
+    tokens_row(
+        "MPT-70B, 64 A100", FOUNDRY,
+        "70b | 2048 | 64 | a100_80gb | 53.33 | [...] | 8 | 4 | [...] | 410 | [...] | "
+        "FULL_SHARD | True", 410, 64, mpt(80, 8192, 2048), "A100", 8, 2048, "full",
+        "1600 Gbps RoCE per node = 8 x 200 Gb/s; bf16 collectives (PURE)"),
+    tokens_row(
+        "MPT-7B, 128 A100 40GB", FOUNDRY,
+        "7b | 2048 | 128 | a100_40gb | 50.14 | [...] | 18 | 1 | [...] | 3623 | [...] | "
+        "FULL_SHARD | True", 3623, 128, mpt(32, 4096, 2048), "A100 40GB", 18, 2048,
+        "full", "1600 Gbps RoCE per node = 8 x 200 Gb/s; bf16 collectives (PURE)"),
+    tokens_row(
+        "MPT-7B, 8 H100", FOUNDRY,
+        "7b | 2048 | 8 | h100_80gb | 46.44 | [...] | 6 | 1 | [...] | 10643 | [...] | "
+        "FULL_SHARD | False", 10643, 8, mpt(32, 4096, 2048), "H100", 6, 2048, None,
+        "gradients reduced in fp32 (MP Mode DEFAULT), priced in bf16: ~1% of a step"),
+    tokens_row(
+        "MPT-70B, 64 H100", FOUNDRY,
+        "70b | 2048 | 64 | h100_80gb | 42.57 | [...] | 8 | 4 | [...] | 1039 | [...] | "
+        "FULL_SHARD | True", 1039, 64, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
+        "network not stated: 8 x 400 Gb/s per node; gradients reduced in fp32 "
+        "(DEFAULT), priced in bf16: ~1% of a step"),
+    tokens_row(
+        "torchtitan Llama 3 8B, 64 A100", "liang2024torchtitan",
+        "| 8B | 1 | selective layer | 2904 | 56.8% |", 2904, 64, LLAMA3_8B, "A100", 1,
+        8192, "layer", "selective layer AC checkpoints every second block: half the "
+        "blocks recompute their forward; gradients reduced in fp32 (torchtitan's "
+        "default), priced in bf16: ~1% of a step"),
+    tokens_row(
+        "torchtitan Llama 3 70B, 64 A100", "liang2024torchtitan",
+        "| 70B | 1 | full | 331 | 51.7% |", 331, 64, LLAMA3_70B, "A100", 1, 8192, "full",
+        "gradients reduced in fp32 (torchtitan's default), priced in bf16: ~1% of a step"),
+]
+# fmt: on
+
+
+def predict_busbw(row: dict, hardware=None) -> float:
+    """nccl-tests' all-reduce busbw: S / t x 2 (N-1)/N, in GB/s."""
+    n, hardware = row["gpus"], hardware or HARDWARE[row["hardware"]]
+    seconds = collective_seconds(
+        "all_reduce", row["size"], world_size=n, gpus_per_node=8, hardware=hardware
+    )
+    return row["size"] / seconds * 2 * (n - 1) / n / 1e9
+
+
+def predict_tokens(row: dict, hardware=None, dtype: str = "bf16") -> float:
+    """Tokens per second per GPU of FSDP's full sharding (ZeRO-3, prefetch) with the
+    row's micro-batch, every collective in `dtype`; "layer" checkpointing (every second
+    block) as the mean of the step with every block recomputed and with none. Raises
+    ValueError where the step would not fit."""
+    from zerobook.perfmodel import predict_step
+
+    hardware = hardware or HARDWARE[row["hardware"]]
+    run = {
+        "world_size": row["gpus"],
+        "gpus_per_node": 8,
+        "stage": 3,
+        "seq_len": row["seq_len"],
+        "micro_batch": row["micro_batch"],
+        "dtype": dtype,
+    }
+    tokens = row["micro_batch"] * row["seq_len"]
+    if row["checkpointing"] == "layer":
+        steps = [
+            predict_step(
+                row["model"], hardware, activation_checkpointing=ac, **run
+            ).step_s
+            for ac in ("full", "selective")
+        ]
+        return tokens / ((steps[0] + steps[1]) / 2)
+    p = predict_step(
+        row["model"], hardware, activation_checkpointing=row["checkpointing"], **run
+    )
+    return p.tokens_per_second
+
+
+def predict(row: dict, hardware=None) -> float:
+    return (predict_busbw if row["kind"] == "busbw" else predict_tokens)(row, hardware)
+
+
+def fit_elementwise_bytes(row: dict | None = None, steps: int = 60) -> float:
+    """The elementwise bytes per hidden unit that make the fitted row's prediction its
+    published throughput (bisection: the prediction falls as the bytes grow)."""
+    row = row or next(r for r in ROWS if r["fitted"])
+    hardware, low, high = HARDWARE[row["hardware"]], 0.0, 10_000.0
+    for _ in range(steps):
+        mid = (low + high) / 2
+        fast = predict(row, hardware.with_(elementwise_bytes=mid)) > row["published"]
+        low, high = (mid, high) if fast else (low, mid)
+    return (low + high) / 2
+
+
+def predict_all() -> list[dict]:
+    """Every row with its prediction and predicted / published."""
+    out = []
+    for row in ROWS:
+        predicted = predict(row)
+        shown = {k: v for k, v in row.items() if k != "model"}
+        if "model" in row:
+            shown["model"] = row["model"].name
+        out.append(
+            {**shown, "predicted": predicted, "ratio": predicted / row["published"]}
+        )
+    return out
