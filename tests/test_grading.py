@@ -64,6 +64,8 @@ def test_release_strips_solutions_and_hidden_tests(graded):
                    if c["cell_type"] == "code")
     assert code.count("raise NotImplementedError()") == 3
     assert not list((root / "release" / LAB).glob("*_student.py"))  # no solved file leaks
+    for name in ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md", ".cursor/rules/tutor.mdc"):
+        assert "tutor, do not solve" in (root / "release" / LAB / name).read_text(), name
 
 
 def test_reference_solution_scores_full_marks(graded):

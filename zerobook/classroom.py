@@ -211,12 +211,35 @@ def load_state(root: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+TUTOR_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".github/copilot-instructions.md",
+               ".cursor/rules/tutor.mdc")  # where the common coding assistants look
+
+
+def write_tutor_files(folder: Path) -> None:
+    """Tell AI coding assistants in a released lab to tutor, never solve: zerobook/assets/tutor.md
+    under each name the common assistants read (Cursor's rule with its front matter)."""
+    text = (Path(__file__).parent / "assets" / "tutor.md").read_text()
+    for name in TUTOR_FILES:
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        front = "---\ndescription: A graded lab: tutor, do not solve\nalwaysApply: true\n---\n\n"
+        path.write_text((front if name.endswith(".mdc") else "") + text)
+
+
+def release_lab(labs: Path, root: Path, lab: str) -> str:
+    """nbgrader's student version of `lab` in root/release/lab (solutions and hidden tests out),
+    with the files that tell coding assistants to tutor; nbgrader's output."""
+    out = nbgrader(labs, root, "generate_assignment", lab, "--force")
+    write_tutor_files(root / "release" / lab)
+    return out
+
+
 def to_grade(labs: Path, root: Path, wanted: dict, everyone: bool) -> list[tuple[str, str, str]]:
     """(lab, student, digest) of each submission new or changed since it was last graded
     (everyone: all of them); nbgrader's gradebook learns each lab first."""
     state, todo = load_state(root), []
     for lab, students in sorted(wanted.items()):
-        nbgrader(labs, root, "generate_assignment", lab, "--force")
+        release_lab(labs, root, lab)
         for student in students:
             d = digest(labs, root, lab, student)
             if everyone or state.get(lab, {}).get(student) != d:

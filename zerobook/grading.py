@@ -109,12 +109,13 @@ def lab_names(labs: Path) -> list[str]:
 def release(labs: Path, root: Path, only=()) -> None:
     """Student versions (every lab, or those in `only`): solutions replaced, hidden tests
     removed, outputs cleared."""
-    from zerobook.classroom import nbgrader
+    from zerobook.classroom import release_lab
 
     for lab in lab_names(labs):
         if not only or lab in only:
-            print(nbgrader(labs, root, "generate_assignment", lab, "--force")[-2_000:], flush=True)
+            print(release_lab(labs, root, lab)[-2_000:], flush=True)
     print(f"released to {root / 'release'}")
+
 
 
 def student_version(labs: Path, lab: str):
