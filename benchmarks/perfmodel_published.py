@@ -1,6 +1,6 @@
 """The performance model against published measurements: nccl-tests' all-reduce bus
 bandwidth on A100 and H100 clusters (8 to 1,984 GPUs) and FSDP training throughput (8 to
-128 GPUs), each row with its source, its inputs, what was assumed, the prediction and
+512 GPUs), each row with its source, its inputs, what was assumed, the prediction and
 predicted / published (goal: busbw within 20%, throughput within 25%).
 
     python benchmarks/perfmodel_published.py --save benchmarks/results/perfmodel_published.md

@@ -293,11 +293,27 @@ def test_pricing_fp32_gradient_reductions_in_bf16_moves_a_step_by_about_one_perc
             assert 0.985 < fp32 / bf16 <= 1, row["id"]
 
 
+def test_rows_whose_network_is_not_stated_barely_depend_on_it():
+    """Where a publication omits the network, the row assumes the DGX's 8 x 400 Gb/s: with
+    half of it (one NIC per two GPUs) the prediction moves by under 1%."""
+    from zerobook.perfmodel.published import HARDWARE, ROWS, predict_tokens
+
+    assumed = [r for r in ROWS if "network not stated" in r["assumed"]]
+    assert len(assumed) >= 5
+    for row in assumed:
+        hw = HARDWARE[row["hardware"]]
+        half = hw.with_(nic_bandwidth=hw.nic_bandwidth / 2)
+        assert 0.99 < predict_tokens(row, half) / predict_tokens(row) <= 1, row["id"]
+
+
 def test_mpt_as_benchmarked_has_the_tables_parameter_counts():
     """MosaicML's table gives NumParams per run: 6,658,859,008 for 7b and 64,862,437,376 for
-    70b at 2,048 tokens (learned positions count: 6,654,664,704 at 1,024)."""
+    70b at 2,048 tokens (learned positions count: 6,654,664,704 at 1,024); 12,853,954,560
+    for 13b and 29,975,214,080 for 30b."""
     from zerobook.perfmodel.published import mpt
 
     assert mpt(32, 4096, 2048).num_params() == 6_658_859_008
+    assert mpt(40, 5120, 2048).num_params() == 12_853_954_560
+    assert mpt(48, 7168, 2048).num_params() == 29_975_214_080
     assert mpt(32, 4096, 1024).num_params() == 6_654_664_704
     assert mpt(80, 8192, 2048).num_params() == 64_862_437_376

@@ -8,7 +8,9 @@ throughput with FSDP's full sharding (tokens per second per GPU). One row is fit
 marked so: the MPT-7B run on 8 A100s fixes hardware.ELEMENTWISE_BYTES (the time of a
 block's non-matmul kernels); every other row is predicted from the presets, the shapes
 and the schedule. Rows that used tensor or pipeline parallelism beside FSDP are left out
-(the step model does not price them).
+(the step model does not price them). The training rows span 8 to 512 GPUs (MosaicML's
+FSDP runs on 512 H100s); no run of FSDP alone on 1,024 GPUs or more was found published
+with a throughput and the settings a prediction needs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ HARDWARE = {
     # A100 40 GB: HBM2 at 1,555 GB/s (NVIDIA A100 datasheet); network as the 80 GB nodes
     "A100 40GB": A100_NODE.with_(memory_bytes=40e9, memory_bandwidth=1.555e12),
 }
+# MosaicML's H100 rows at 128 GPUs and more: the network is not stated
+LARGE_SCALE = (
+    "network not stated: 8 x 400 Gb/s per node (with half of it the prediction moves "
+    "by under 1%); gradients reduced in fp32 (MP Mode DEFAULT), priced in bf16: ~1% of "
+    "a step"
+)
 
 
 def mpt(layers: int, hidden: int, seq_len: int) -> ModelSpec:
@@ -150,6 +158,27 @@ ROWS = [
         "FULL_SHARD | True", 1039, 64, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
         "network not stated: 8 x 400 Gb/s per node; gradients reduced in fp32 "
         "(DEFAULT), priced in bf16: ~1% of a step"),
+    # MosaicML's "H100 80GB BF16 (Large Scale, >= 128 GPUs)" table: FSDP alone on 512
+    tokens_row(
+        "MPT-7B, 512 H100", FOUNDRY,
+        "7b | 2048 | 512 | h100_80gb | 42.2 | [...] | 6 | 1 | [...] | 9670 | [...] | "
+        "FULL_SHARD | False", 9670, 512, mpt(32, 4096, 2048), "H100", 6, 2048, None,
+        LARGE_SCALE),
+    tokens_row(
+        "MPT-13B, 512 H100", FOUNDRY,
+        "13b | 2048 | 512 | h100_80gb | 41.12 | [...] | 16 | 1 | [...] | 4952 | [...] | "
+        "FULL_SHARD | True", 4952, 512, mpt(40, 5120, 2048), "H100", 16, 2048, "full",
+        LARGE_SCALE),
+    tokens_row(
+        "MPT-30B, 512 H100", FOUNDRY,
+        "30b | 2048 | 512 | h100_80gb | 40.27 | [...] | 8 | 1 | [...] | 2115 | [...] | "
+        "FULL_SHARD | True", 2115, 512, mpt(48, 7168, 2048), "H100", 8, 2048, "full",
+        LARGE_SCALE),
+    tokens_row(
+        "MPT-70B, 512 H100", FOUNDRY,
+        "70b | 2048 | 512 | h100_80gb | 41.25 | [...] | 8 | 1 | [...] | 1007 | [...] | "
+        "FULL_SHARD | True", 1007, 512, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
+        LARGE_SCALE),
     tokens_row(
         "torchtitan Llama 3 8B, 64 A100", "liang2024torchtitan",
         "| 8B | 1 | selective layer | 2904 | 56.8% |", 2904, 64, LLAMA3_8B, "A100", 1,
