@@ -39,7 +39,7 @@ def test_a_rank_loads_nothing_of_the_notebook_side():
 
 
 PACKAGE = ROOT / "zerobook"
-NOTEBOOK_SIDE = {"zerobook.launch", "zerobook.failures", "zerobook.plots", "zerobook.diagrams", "zerobook.widgets",
+NOTEBOOK_SIDE = {"zerobook.launch", "zerobook.failures", "zerobook.plots", "zerobook.gpu_plots", "zerobook.diagrams", "zerobook.widgets",
                  "zerobook.grading", "zerobook.cluster", "zerobook.sandbox", "zerobook.classroom",
                  "zerobook.clean_score", "zerobook.feedback", "zerobook.run_cache"}  # the instructor's grading
 
