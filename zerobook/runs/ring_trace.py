@@ -6,8 +6,8 @@ Rank r contributes 2**r in every element, so the value of a chunk after a step s
 which ranks' contributions it holds (bit k set: rank k's). The same data then goes through a
 parameter server (all to rank 0 and back) for comparison. Each rank reports its trace and the
 bytes the traffic meter saw it send and receive. Last, the ring's reduce-scatter against
-`dist.reduce_scatter_tensor` on data whose chunk c holds (c + 1) * 2**r: which chunk of the sum
-each leaves on rank r, and the ring's with its list of chunks rotated by one.
+`dist.reduce_scatter_tensor` on data whose chunk c holds (c + 1) * 2**r: which chunk of the
+sum each leaves on rank r, and the ring's with its list of chunks rotated by one.
 """
 import argparse
 
@@ -25,16 +25,16 @@ from zerobook.comm import CommMeter
 
 
 def owned_chunks(me: zb.Rank, elements_per_rank: int) -> dict:
-    """Which chunk of the sum rank r ends with: the ring's reduce-scatter, the same ring over
-    the chunk list rotated by one, and `dist.reduce_scatter_tensor` (chunk c of rank r's
-    input holds (c + 1) * 2**r, so a complete chunk c sums to (c + 1) * (2**N - 1))."""
+    """Which chunk of the sum rank r ends with: the ring's reduce-scatter, the same ring
+    over the chunk list rotated by one, and `dist.reduce_scatter_tensor` (chunk c of rank
+    r's input holds (c + 1) * 2**r, so a complete chunk c sums to (c + 1) * (2**N - 1))."""
     n = me.world_size
     chunk_ids = torch.arange(n, device=me.device).repeat_interleave(elements_per_rank)
     data = (chunk_ids + 1.0) * 2**me.rank
     ring = chunks(data.clone(), n)
     ring_index = ring_reduce_scatter(ring)
     rotated = chunks(data.clone(), n)
-    ring_reduce_scatter([rotated[(j - 1) % n] for j in range(n)])  # ring index j: chunk j-1
+    ring_reduce_scatter([rotated[(j - 1) % n] for j in range(n)])  # its j: chunk j-1
     library = torch.empty(elements_per_rank, device=me.device)
     dist.reduce_scatter_tensor(library, data)
 
