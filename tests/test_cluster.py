@@ -31,3 +31,17 @@ def test_the_slurm_script_runs_one_task_per_node_with_the_first_node_as_endpoint
         assert line in script.splitlines()
     srun = next(line for line in script.splitlines() if line.startswith("srun "))
     assert "--rdzv-endpoint=$HEAD:29400" in srun and "--nnodes=4" in srun and "--rdzv-id=$SLURM_JOB_ID" in srun
+
+
+def test_a_static_node_is_given_its_node_rank():
+    command = cluster.multinode_command(
+        "zerobook.runs.hello",
+        nnodes=2,
+        nproc_per_node=4,
+        endpoint="h:1",
+        rdzv="static",
+        node_flags=["--node-rank=1"],
+    )
+    assert "--rdzv-backend=static" in command and "--node-rank=1" in command
+    # a flag of torchrun's, not of the script's
+    assert command.index("--node-rank=1") < command.index("zerobook.rank_entry")

@@ -1,4 +1,5 @@
 """zerobook.measure: bytes counted from real tensors (each storage once), saved activations."""
+import pytest
 import torch
 
 from zerobook import measure
@@ -31,3 +32,8 @@ def test_a_layers_activations_are_korthikantis_without_dropout():
     without_dropout = 16 * s * b * h + a * s * s * b  # elements
     extras = 2 * 2 * s * b * 4 + s * s  # two LayerNorms' mean and rstd (fp32), the bool mask
     assert measured == 4 * without_dropout + extras
+
+
+@pytest.mark.parametrize("options", [{}, {"foreach": True}, {"fused": True}])
+def test_the_cpu_adamw_rate_is_a_rate_for_every_implementation(options):
+    assert measure.adamw_elements_per_second(1000, steps=1, repeats=2, **options) > 0

@@ -76,7 +76,8 @@ def test_the_conventions_in_circulation(name, total):
 def deepspeed_zero2(total_params, num_gpus_per_node=1, num_nodes=1, cpu_offload=True,
                     additional_buffer_factor=1.5):
     """DeepSpeed's estimate_zero2_model_states_mem_needs, transcribed from its source
-    (deepspeed/runtime/zero/stage_1_and_2.py): the oracle, operation for operation."""
+    (deepspeed/runtime/zero/stage_1_and_2.py at tag v0.19.5; the same since v0.14.3): the
+    oracle, operation for operation."""
     total_gpus = num_nodes * num_gpus_per_node
     if cpu_offload:
         gpu_mem = 2 * total_params
@@ -89,8 +90,9 @@ def deepspeed_zero2(total_params, num_gpus_per_node=1, num_nodes=1, cpu_offload=
 
 def deepspeed_zero3(total_params, largest_layer_params, num_gpus_per_node=1, num_nodes=1, cpu_offload=True,
                     cpu_offload_params=True, zero_init=True, additional_buffer_factor=1.5):
-    """DeepSpeed's estimate_zero3_model_states_mem_needs (deepspeed/runtime/zero/stage3.py),
-    transcribed; it also returns largest_layer_memory, which ours leaves out."""
+    """DeepSpeed's estimate_zero3_model_states_mem_needs (deepspeed/runtime/zero/stage3.py
+    at tag v0.19.5), transcribed; it also returns largest_layer_memory, which ours leaves
+    out."""
     total_gpus = num_nodes * num_gpus_per_node
     gpus_factor = 1 / num_nodes
     largest_layer_memory = (4 * largest_layer_params)

@@ -4,8 +4,8 @@ FSDP2) are asserted by the cells of chapters/activation_checkpointing.ipynb, whi
 import torch
 
 from zerobook import measure, memory
-from zerobook.recompute import checkpoint_blocks
-from zerobook.models import GPT, GPTConfig, random_batch
+from zerobook.recompute import checkpoint_blocks, recompute_attention_scores
+from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.zero.stage3 import in_backward
 
 CONFIG = GPTConfig(vocab=64, hidden=32, layers=3, heads=4, seq_len=16)
@@ -22,6 +22,25 @@ def test_a_checkpointed_block_keeps_only_its_input_2sbh():
     per_layer = memory.activation_bytes_per_layer(CONFIG.seq_len, 2, CONFIG.hidden, CONFIG.heads, recompute=True)
     assert [e[2] for e in inputs] == [per_layer] * CONFIG.layers
     assert kept.bytes < plain.bytes / 5
+
+
+def test_selective_recomputation_drops_the_scores_and_keeps_the_gradients_bit_for_bit():
+    s, b, a = CONFIG.seq_len, 2, CONFIG.heads
+    tokens = random_batch(CONFIG, b, seed=0)
+
+    def model(selective: bool) -> torch.nn.Module:
+        torch.manual_seed(0)
+        plain = GPT(CONFIG).to(torch.bfloat16)
+        return recompute_attention_scores(plain) if selective else plain
+
+    kept = {m: measure.activation_bytes(model(m), tokens[:, :-1]).bytes for m in (False, True)}
+    assert kept[False] - kept[True] == CONFIG.layers * (2 * a * s * s * b + s * s)
+    grads = {}
+    for selective in (False, True):
+        trained = model(selective).float()
+        next_token_loss(trained, tokens).backward()
+        grads[selective] = torch.cat([p.grad.flatten() for p in trained.parameters()])
+    assert torch.equal(grads[False], grads[True])
 
 
 def test_in_backward_is_true_only_while_autograd_runs_backward():

@@ -200,8 +200,9 @@ def transformer_params(hidden: int, layers: int, vocab: int) -> int:
 def deepspeed_zero2_estimate(num_params: float, *, gpus_per_node: int = 1, nodes: int = 1,
                              cpu_offload: bool = True, buffer_factor: float = 1.5) -> tuple[int, int]:
     """(cpu_bytes, gpu_bytes) exactly as DeepSpeed's `estimate_zero2_model_states_mem_needs`
-    computes them (deepspeed/runtime/zero/stage_1_and_2.py): the same defaults (cpu_offload=True,
-    as DeepSpeed's), the same operations in the same order, so the same integers.
+    computes them (deepspeed/runtime/zero/stage_1_and_2.py, release v0.19.5, the same since
+    v0.14.3): the same defaults (cpu_offload=True, as DeepSpeed's), the same operations in the
+    same order, so the same integers.
 
     Without offload a GPU holds 16-bit weights (2Ψ) plus 18Ψ/N: 16-bit and fp32 gradients, fp32
     master weights and two Adam states. The CPU side carries an extra buffer factor of 1.5.
@@ -222,7 +223,8 @@ def deepspeed_zero3_estimate(num_params: float, largest_layer_params: float, *,
                              cpu_offload_params: bool = True, zero_init: bool = True,
                              buffer_factor: float = 1.5) -> tuple[int, int]:
     """(cpu_bytes, gpu_bytes) exactly as DeepSpeed's `estimate_zero3_model_states_mem_needs`
-    computes them (deepspeed/runtime/zero/stage3.py; it also returns the largest layer's bytes):
+    computes them (deepspeed/runtime/zero/stage3.py, release v0.19.5; it also returns the
+    largest layer's bytes):
     DeepSpeed's defaults (both offloads on), its operations in its order (`total_params * 18 *
     gpus_factor * buffer` left to right), so the same integers.
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class SelfAttention(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.heads, self.attention = config.heads, config.attention
+        self.recompute_scores = False  # selective recomputation: zerobook.recompute
         self.qkv = nn.Linear(config.hidden, 3 * config.hidden)
         self.proj = nn.Linear(config.hidden, config.hidden)
         causal = torch.ones(config.seq_len, config.seq_len, dtype=torch.bool).tril()
@@ -41,11 +43,18 @@ class SelfAttention(nn.Module):
         q, k, v = self.qkv(x).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
         if self.attention == "sdpa":
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif self.recompute_scores:  # keep Q, K and V; backward recomputes the rest
+            out = checkpoint(self.attend, q, k, v, use_reentrant=False)
         else:
-            scores = (q @ k.transpose(-2, -1)) / math.sqrt(h // self.heads)
-            scores = scores.masked_fill(~self.causal[:s, :s], float("-inf"))
-            out = scores.softmax(dim=-1) @ v
+            out = self.attend(q, k, v)
         return self.proj(out.transpose(1, 2).reshape(b, s, h))
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """softmax(causal(Q K^T / sqrt(d))) V: the a*s^2*b scores Korthikanti et al. count."""
+        s = q.shape[-2]
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+        scores = scores.masked_fill(~self.causal[:s, :s], float("-inf"))
+        return scores.softmax(dim=-1) @ v
 
 
 class Block(nn.Module):

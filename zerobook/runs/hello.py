@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
+from zerobook.dist import env_int
 
 
 def main() -> None:
@@ -26,8 +27,17 @@ def main() -> None:
     if me.rank == cli.fail_rank:
         raise RuntimeError(f"rank {me.rank} fails on purpose (--fail-rank {cli.fail_rank})")
     dist.barrier()  # the other ranks wait here, as they would in the next collective
-    zb.report(rank=me.rank, world_size=me.world_size, backend=me.backend, device=me.device,
-              host=socket.gethostname(), contribution=contribution.item(), total=total.item())
+    zb.report(
+        rank=me.rank,
+        world_size=me.world_size,
+        backend=me.backend,
+        device=me.device,
+        host=socket.gethostname(),
+        contribution=contribution.item(),
+        total=total.item(),
+        local_rank=me.local_rank,
+        group_rank=env_int("GROUP_RANK", 0),  # this node's, from the rendezvous
+    )
 
 
 if __name__ == "__main__":

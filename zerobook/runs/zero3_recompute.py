@@ -15,6 +15,8 @@ configuration:
   nonreentrant_naive_full  the same, with the recomputation's early stop turned off
                        (torch.utils.checkpoint.set_checkpoint_early_stop(False))
   nonreentrant_full    that, with the recompute-aware hooks
+  selective, selective_naive   selective recomputation (only attention's scores, from Q, K and V),
+                       with each kind of hooks
   fsdp2, fsdp2_nonreentrant, fsdp2_reentrant   PyTorch's FSDP2 (every unit resharded after
                        forward, the root too), without and with each checkpointing
 
@@ -32,11 +34,12 @@ import zerobook as zb
 from zerobook.comm import CommMeter
 from zerobook.fsdp2 import full_weights, shard_blocks
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss
-from zerobook.recompute import checkpoint_blocks
+from zerobook.recompute import checkpoint_blocks, recompute_attention_scores
 from zerobook.training import rank_batch
 from zerobook.zero import Zero3AdamW
 
-CONFIGS = {  # name -> (checkpointing: None | "nonreentrant" | "reentrant", recompute-aware hooks,
+CONFIGS = {  # name -> (checkpointing: None | "nonreentrant" | "reentrant" | "selective",
+    #                  recompute-aware hooks,
     #                  non-reentrant recomputation stops once it has every tensor backward needs)
     "plain": (None, True, True),
     "nonreentrant": ("nonreentrant", True, True),
@@ -45,6 +48,8 @@ CONFIGS = {  # name -> (checkpointing: None | "nonreentrant" | "reentrant", reco
     "nonreentrant_naive": ("nonreentrant", False, True),
     "nonreentrant_naive_full": ("nonreentrant", False, False),
     "nonreentrant_full": ("nonreentrant", True, False),
+    "selective": ("selective", True, True),
+    "selective_naive": ("selective", False, True),
     "fsdp2": (None, None, True),
     "fsdp2_nonreentrant": ("nonreentrant", None, True),
     "fsdp2_reentrant": ("reentrant", None, True),
@@ -56,7 +61,9 @@ def build(name: str, config: GPTConfig, me: zb.Rank):
     mode, aware, _ = CONFIGS[name]
     torch.manual_seed(0)
     model = GPT(config).to(me.device)
-    if mode:
+    if mode == "selective":
+        recompute_attention_scores(model)
+    elif mode:
         checkpoint_blocks(model, reentrant=mode == "reentrant")
     if not name.startswith("fsdp2"):
         return model, Zero3AdamW(model, unit_types=(Block,), lr=1e-3, reshard_root=True, recompute_aware=aware)
