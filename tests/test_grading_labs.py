@@ -14,6 +14,8 @@ pytestmark = [pytest.mark.grading, pytest.mark.slow]
 
 POINTS = {
     "memory": {"test_accounting": 2, "test_measurement": 3},
+    "ddp": {"test_broadcast": 1, "test_parity": 2, "test_once": 2, "test_buckets": 2, "test_overlap": 2,
+            "test_waits": 1},
     "ring_allreduce": {"test_correct": 3, "test_bytes": 2},
     "zero": {"test_parity": 2, "test_parity_zero2": 2, "test_memory": 3, "test_traffic": 2},
     "zero3": {"test_parity": 3, "test_memory": 3, "test_traffic": 2, "test_order": 2},
