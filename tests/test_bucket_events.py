@@ -41,8 +41,10 @@ def test_each_mistake_is_named():
     expected = be.expected_buckets(ORDER, NUMELS, 4, CAP)
     planned = step("c", "a", "b", "R0", "e", "d", "R1", "F", "W0", "W1", "f",
                    all_reduces=[["a", "b", "c"], ["d", "e"]])
-    [problem] = be.check_buckets(planned, expected, NUMELS)
-    assert problem.startswith("all-reduce 0 held 3 gradients, a ... c, 16 elements; bucket 0 is 1 gradient, c")
+    first, second, count = be.check_buckets(planned, expected, NUMELS)
+    assert first.startswith("all-reduce 0 held 3 gradients, a ... c, 16 elements; bucket 0 is 1 gradient, c")
+    assert second.endswith("first comes a, the next gradient backward produced, not d")
+    assert count == "2 all-reduces in the step; 3 buckets expected"
     swapped = step("c", "R0", "a", "b", "R1", "e", "d", "R2", all_reduces=[["c"], ["b", "a"], ["e", "d"]])
     assert "another order" in be.check_buckets(swapped, expected, NUMELS)[0]
     twice = step("c", "R0", all_reduces=[["c"], ["c", "a"]])

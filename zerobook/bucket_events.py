@@ -96,20 +96,21 @@ def check_buckets(
     step: dict, expected: list[list[str]], numels: dict[str, int]
 ) -> list[str]:
     """The all-reduces, in the order they started, are the expected buckets, each laid
-    out in the order its gradients arrived."""
+    out in the order its gradients arrived: each one that is not, named."""
     actual = [reduce["params"] for reduce in step["all_reduces"]]
+    problems = []
     for k, (mine, want) in enumerate(zip(actual, expected)):
         if mine != want:
             held, bucket = described(mine, numels), described(want, numels)
-            return [
+            problems.append(
                 f"all-reduce {k} held {held}; bucket {k} is {bucket}: "
                 + why(mine, want)
-            ]
+            )
     if len(actual) != len(expected):
-        return [
+        problems.append(
             f"{len(actual)} all-reduces in the step; {len(expected)} buckets expected"
-        ]
-    return []
+        )
+    return problems
 
 
 def why(mine: list[str], want: list[str]) -> str:
@@ -180,6 +181,10 @@ def check_waits(step: dict) -> list[str]:
         if event[0] == "wait":
             waits[event[1]] = waits.get(event[1], 0) + 1
     problems = []
+    if not any(event[0] == "all_reduce" for event in step["events"]):
+        problems.append(
+            "no dist.all_reduce in the step: its gradients went another way"
+        )
     for event in step["events"]:
         n = waits.get(event[1], 0) if event[0] == "all_reduce" and event[2] else 1
         if n != 1:

@@ -20,9 +20,9 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook.inflight import InFlight
+from zerobook.inflight import Handle, InFlight
 from zerobook.labs.harness import borrowed, call_student, forbid, load_student
-from zerobook.labs.harness import parse_args
+from zerobook.labs.harness import parse_args, replaced, trusted
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
 from zerobook.training import rank_batch
@@ -201,9 +201,16 @@ def main() -> None:
     if me.world_size != WORLD_SIZE:
         raise ValueError(f"this lab runs on {WORLD_SIZE} ranks: its sums are fixed")
     files = forbid(FORBIDDEN)
+    record = trusted(
+        InFlight, Handle, Arrivals, equal=torch, cat=torch, clone=torch.Tensor
+    )
     with ordered_sums(), InFlight() as flight:
         student = load_student(cli.student)
         run = train(student, me, flight)
+    if replaced(record):
+        raise RuntimeError(
+            f"tampering: the student's code replaced {', '.join(replaced(record))}"
+        )
     used = borrowed(student, files)
     if used:
         raise RuntimeError(

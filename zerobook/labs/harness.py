@@ -99,3 +99,17 @@ def borrowed(student, files: dict[str, str]) -> list[str]:
             if code is not None and str(Path(code.co_filename).resolve()) in paths:
                 found.add(getattr(item, "__module__", None) or code.co_filename)
     return sorted(found)
+
+
+def trusted(*owners, **functions) -> list[tuple]:
+    """What a run's record depends on, as it is before the student's file is imported:
+    each class's own functions in `owners`, and `functions` (name=owner)."""
+    found = [(o, n, v) for o in owners for n, v in vars(o).items() if callable(v)]
+    return found + [(o, n, inspect.getattr_static(o, n)) for n, o in functions.items()]
+
+
+def replaced(snapshot: list[tuple]) -> list[str]:
+    """The functions of `snapshot` that the student's code has replaced since."""
+    now = [(o, n, inspect.getattr_static(o, n, None)) for o, n, _ in snapshot]
+    changed = [(o, n) for (o, n, v), (_, _, w) in zip(snapshot, now) if w is not v]
+    return sorted(f"{getattr(o, '__qualname__', o.__name__)}.{n}" for o, n in changed)
