@@ -86,7 +86,7 @@ def lab_solution(lab: str) -> str:
     return zb.grading.reference_script(ROOT / "labs", lab)
 
 
-def test_lab3_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_points(tmp_path):
+def test_lab4_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_points(tmp_path):
     """Correct arithmetic, wrong system: the hook keeps every gradient alive, and the step
     all-reduces the whole buffer (then takes its shard) instead of reduce-scattering."""
     solution = lab_solution("zero")
@@ -120,24 +120,24 @@ def planted(tmp_path, lab: str, name: str, old: str, new: str, *more: str) -> st
     return str(student)
 
 
-def planted_lab4(tmp_path, name: str, old: str, new: str):
+def planted_lab5(tmp_path, name: str, old: str, new: str):
     return planted(tmp_path, "zero3", name, old, new)
 
 
-def test_lab4_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_path):
+def test_lab5_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_path):
     """Right weights for the first step, wrong schedule: discard() that does nothing keeps every
     unit gathered; a before_forward that never prefetches gathers each block only when needed."""
-    keeps = planted_lab4(tmp_path, "keeps", "    unit.flat.flat.untyped_storage().resize_(0)\n",
+    keeps = planted_lab5(tmp_path, "keeps", "    unit.flat.flat.untyped_storage().resize_(0)\n",
                          "    pass  # keeps the weights\n")
     memory = zb.grading.run_part("zero3", keeps, "memory", nproc=2).ranks[0]
     assert memory["peak"] == sum(memory["units"].values())  # every unit stays gathered
-    lazy = planted_lab4(tmp_path, "lazy", "        opt.forward_order[index + 1].start_gather()\n",
+    lazy = planted_lab5(tmp_path, "lazy", "        opt.forward_order[index + 1].start_gather()\n",
                         "        pass  # no prefetch\n")
     events = [tuple(e) for e in zb.grading.run_part("zero3", lazy, "order", nproc=2).ranks[0]["events"]]
     assert events.index(("gather issued", "blocks.1")) > events.index(("computed", "blocks.0"))
 
 
-def test_lab5_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
+def test_lab6_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
     """FSDP2 set up almost right: without the policy it trains alike but sends fp32; ignoring
     reduce_dtype reduces in bf16 when asked for fp32; without set_modules_to_forward_prefetch each
     block is gathered only when it starts; with fully_shard on the root alone the whole model is
@@ -202,7 +202,7 @@ def test_every_part_of_an_untouched_release_scores_nothing_and_launches_nothing(
         assert time.monotonic() - start < 1, (lab, part)
 
 
-def test_lab3_a_mean_taken_another_usual_way_is_still_ddps_arithmetic_on_three_ranks(tmp_path):
+def test_lab4_a_mean_taken_another_usual_way_is_still_ddps_arithmetic_on_three_ranks(tmp_path):
     """Dividing each gradient by N before the reduce-scatter rounds differently from dividing the
     sum when N = 3; the harness compares with the DDP that averages the same way: full marks."""
     student = planted(tmp_path, "zero", "predivide",
