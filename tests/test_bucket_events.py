@@ -62,11 +62,13 @@ def test_each_mistake_is_named():
 
 def test_waits_and_the_mean_are_named():
     never = step("c", "R0", "a", "b", "R1", "e", "d", "R2", "F", "W1", "W2", "W2", "f",
-                 grads={**dict.fromkeys(NUMELS, "mean"), "c": "own", "a": "sum", "b": "sum"})
+                 grads={**dict.fromkeys(NUMELS, "mean"), "c": "own", "a": "sum", "b": "sum", "d": "own_mean"})
     assert be.check_waits(never) == [
         "all-reduce 0 was waited on 0 times (its sum never arrived)", "all-reduce 2 was waited on 2 times, not once",
         "after finish(), a, b hold the sum of the ranks' gradients, not their mean (divide by the world size after wait())",
-        "after finish(), c holds this rank's own gradient: read before wait() returned, or never copied back"]
+        "after finish(), c holds this rank's own gradient: read before wait() returned, or never copied back",
+        "after finish(), d holds this rank's own gradient divided by the world size: the sum had not arrived "
+        "(wait() before reading the bucket)"]
 
 
 def test_the_timeline_reads_as_words():

@@ -9,7 +9,7 @@ A step, as the DDP lab's harness (zerobook.labs.ddp) reports it:
     all_reduces  per all-reduce: {"params": the gradients its tensor held, in order,
                  "numel", "unmatched": where it stopped holding gradients, or None}
     grads        name -> what param.grad held after finish(): "mean", "sum", "own"
-                 (this rank's gradient), "none" or "other"
+                 (this rank's gradient), "own_mean" (it divided by N), "none", "other"
 Each check returns the problems it found, in words naming the gradient or all-reduce.
 """
 
@@ -24,6 +24,8 @@ GRAD_WORDS = {
     "(divide by the world size after wait())",
     "own": "hold this rank's own gradient: read before wait() returned, "
     "or never copied back",
+    "own_mean": "hold this rank's own gradient divided by the world size: the sum had "
+    "not arrived (wait() before reading the bucket)",
     "none": "have no gradient",
     "other": "hold neither the ranks' mean gradient nor their sum",
 }

@@ -85,7 +85,8 @@ def rank_gradients(model, grads: dict, me: zb.Rank) -> torch.Tensor:
 
 
 def verdict(grad, piece: slice, parts, total, means: dict, rank: int) -> str:
-    """What one param.grad holds: "mean", "sum", "own", "none" or "other"."""
+    """What one param.grad holds: "mean", "sum", "own", "own_mean" (this rank's own
+    gradient divided by N), "none" or "other"."""
     if grad is None:
         return "none"
     grad = grad.reshape(-1)
@@ -93,7 +94,11 @@ def verdict(grad, piece: slice, parts, total, means: dict, rank: int) -> str:
         return "mean"
     if torch.equal(grad, total[piece]):
         return "sum"
-    return "own" if torch.equal(grad, parts[rank][piece]) else "other"
+    own = parts[rank][piece]
+    if torch.equal(grad, own):
+        return "own"
+    divided = [average(own, len(parts)) for average in MEANS.values()]
+    return "own_mean" if any(torch.equal(grad, d) for d in divided) else "other"
 
 
 @torch.no_grad()
