@@ -2,7 +2,8 @@
 --jobs 2`): each attack scores 0 on the part it attacks, cannot touch the other students, the
 gradebook or the course, leaves no process behind, and stops nobody else.
 
-One grading run for all of them (its own course directory); each test reads what it left.
+One grading run for all of them (its own course directory); each test reads what it left. Lab 2
+(data parallelism), whose six tests all read one launch, has a grading run of its own below.
 """
 import csv
 import json
