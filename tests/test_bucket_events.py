@@ -13,7 +13,7 @@ def step(*events, all_reduces=None, grads=None) -> dict:
     kinds = {"R": lambda i: ["all_reduce", i, True], "B": lambda i: ["all_reduce", i, False],
              "W": lambda i: ["wait", i]}
     out = [["finish"] if e == "F" else ["finished"] if e == "f" else kinds[e[0]](int(e[1:]))
-           if e[0] in kinds and e[1:].isdigit() else ["grad", e] for e in events]
+           if e[0] in kinds and e[1:].lstrip("-").isdigit() else ["grad", e] for e in events]
     held = all_reduces or [["c"], ["a", "b"], ["e", "d"]]
     return {"events": out, "all_reduces": [{"params": p, "numel": sum(NUMELS[n] for n in p), "unmatched": None}
                                            for p in held],
@@ -61,10 +61,11 @@ def test_each_mistake_is_named():
 
 
 def test_waits_and_the_mean_are_named():
-    never = step("c", "R0", "a", "b", "R1", "e", "d", "R2", "F", "W1", "W2", "W2", "f",
+    never = step("c", "R0", "a", "b", "R1", "e", "d", "R2", "F", "W-3", "W1", "W2", "W2", "f",
                  grads={**dict.fromkeys(NUMELS, "mean"), "c": "own", "a": "sum", "b": "sum", "d": "own_mean"})
     assert be.check_waits(never) == [
         "all-reduce 0 was waited on 0 times (its sum never arrived)", "all-reduce 2 was waited on 2 times, not once",
+        "1 wait(s) on all-reduces of an earlier step: forget a step's handles once finish() has used them",
         "after finish(), a, b hold the sum of the ranks' gradients, not their mean (divide by the world size after wait())",
         "after finish(), c holds this rank's own gradient: read before wait() returned, or never copied back",
         "after finish(), d holds this rank's own gradient divided by the world size: the sum had not arrived "

@@ -177,25 +177,39 @@ def in_flight_problems(step: dict, at: int, i: int, async_op: bool, finish: int)
 
 
 def check_waits(step: dict) -> list[str]:
-    """One wait per asynchronous all-reduce, then every gradient the ranks' mean."""
+    """One wait per asynchronous all-reduce of the step (none on an earlier step's),
+    then every gradient the ranks' mean."""
+    events = step["events"]
     waits: dict = {}
-    for event in step["events"]:
+    for event in events:
         if event[0] == "wait":
             waits[event[1]] = waits.get(event[1], 0) + 1
     problems = []
-    if not any(event[0] == "all_reduce" for event in step["events"]):
+    if not any(event[0] == "all_reduce" for event in events):
         problems.append(
             "no dist.all_reduce in the step: its gradients went another way"
         )
-    for event in step["events"]:
+    for event in events:
         n = waits.get(event[1], 0) if event[0] == "all_reduce" and event[2] else 1
         if n != 1:
             more = " (its sum never arrived)" if n == 0 else ", not once"
             problems.append(f"all-reduce {event[1]} was waited on {n} times{more}")
+    stale = sum(n for i, n in waits.items() if i < 0)
+    if stale:
+        problems.append(
+            f"{stale} wait(s) on all-reduces of an earlier step: forget a "
+            "step's handles once finish() has used them"
+        )
+    return problems + gradient_problems(step["grads"])
+
+
+def gradient_problems(grads: dict) -> list[str]:
+    """Each param.grad not holding the ranks' mean after finish(), by what it holds."""
     by_kind: dict = {}
-    for name, verdict in step["grads"].items():
+    for name, verdict in grads.items():
         if verdict != "mean":
             by_kind.setdefault(verdict, []).append(name)
+    problems = []
     for verdict, names in by_kind.items():
         words = GRAD_WORDS.get(verdict, verdict)
         if len(names) == 1:  # hold -> holds, have -> has
