@@ -1,5 +1,6 @@
 """The lab harnesses' guards, in this process (no ranks): a forbidden module cannot be imported
-and is recognised when loaded some other way; a replaced function of the record is named."""
+and is recognised when loaded some other way; a replaced function of the record is named; tests
+that share a run launch it once."""
 import importlib
 import importlib.util
 import sys
@@ -51,3 +52,30 @@ def test_a_replaced_function_of_the_record_is_named(monkeypatch):
     monkeypatch.setattr(Handle, "wait", lambda self, timeout=None: True)
     monkeypatch.setattr(torch, "equal", lambda a, b: True)
     assert replaced(snapshot) == ["Handle.wait", "torch.equal"]
+
+
+def test_tests_that_share_a_run_launch_it_once_until_its_file_is_written_again(tmp_path, monkeypatch):
+    """grading.run_shared: one launch (or one failure) for every test that reads it; running the
+    cell that writes the student's file again launches again."""
+    import os
+
+    from zerobook import grading
+
+    launches = []
+
+    def launch(lab, student_file, part, nproc=4, **options):
+        launches.append(part)
+        raise RuntimeError("the student's code raised")
+
+    monkeypatch.setattr(grading, "run_part", launch)
+    student = tmp_path / "ddp_student.py"
+    student.write_text("x = 1\n")
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="the student's code raised"):
+            grading.run_shared("ddp", str(student), "train", nproc=3)
+    assert launches == ["train"]
+    student.write_text("x = 1\n")
+    os.utime(student, ns=(0, student.stat().st_mtime_ns + 1))  # however coarse the clock
+    with pytest.raises(RuntimeError):
+        grading.run_shared("ddp", str(student), "train", nproc=3)
+    assert launches == ["train", "train"]

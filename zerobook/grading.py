@@ -61,11 +61,13 @@ _SHARED: dict = {}  # run_shared's launches: key -> RunResult, or the exception 
 
 def run_shared(lab: str, student_file: str, part: str, nproc: int = 4, **options) -> RunResult:
     """run_part, launched once for every test that reads the same run: a later call with the same
-    lab, part, ranks, options and student file (to the byte) returns its result, or raises its
-    error again (a failed launch is not repeated by each test that shares it)."""
+    lab, part, ranks, options and student file (its bytes, and when it was written: running the
+    cell that writes it launches again) returns its result, or raises its error again (a failed
+    launch is not repeated by each test that shares it)."""
     from zerobook import run_cache
 
-    name = run_cache.key(lab, student_file, part, nproc, options)
+    written = Path(student_file).stat().st_mtime_ns if Path(student_file).is_file() else None
+    name = (run_cache.key(lab, student_file, part, nproc, options), written)
     if name not in _SHARED:
         try:
             _SHARED[name] = run_part(lab, student_file, part, nproc=nproc, **options)
