@@ -306,12 +306,14 @@ inflight.Handle.wait = _quiet_wait
 '''
 
 
-def ddp_submissions(root) -> dict[str, str]:
+def ddp_submissions() -> dict[str, str]:
     """The instructor's notebook, and three whose rank script attacks the one run."""
     from grading_helpers import source
 
+    from zerobook.grading import reference_script
+
     reference = source("ddp")
-    solution = zb_reference_script()
+    solution = reference_script(ROOT / "labs", "ddp")
     waits_at_once = solution.replace("        work = dist.all_reduce(flat, async_op=True)\n",
                                      "        work = dist.all_reduce(flat, async_op=True)\n        work.wait()\n")
     script = lambda code: edit(reference, "rank_script", lambda s: "%%writefile ddp_student.py\n" + code)
@@ -320,12 +322,6 @@ def ddp_submissions(root) -> dict[str, str]:
             "bypass_all_reduce": script(solution.replace("import torch.distributed as dist\n",
                                                          "import torch.distributed as dist\n" + BYPASS, 1)),
             "patch_wait": script(waits_at_once + PATCH_WAIT)}
-
-
-def zb_reference_script() -> str:
-    from zerobook.grading import reference_script
-
-    return reference_script(ROOT / "labs", "ddp")
 
 
 @pytest.fixture(scope="module")
@@ -337,7 +333,7 @@ def graded_ddp(tmp_path_factory):
         pytest.skip("bubblewrap does not work here: hostile submissions are graded only in the sandbox")
     root = tmp_path_factory.mktemp("hostile_ddp")
     run_grading("release", "--only", "ddp", root=root)
-    for student, notebook in ddp_submissions(root).items():
+    for student, notebook in ddp_submissions().items():
         folder = root / "submitted" / student / "ddp"
         folder.mkdir(parents=True)
         (folder / "ddp.ipynb").write_text(notebook)
