@@ -14,6 +14,8 @@ pytestmark = [pytest.mark.grading, pytest.mark.slow]
 
 POINTS = {
     "memory": {"test_accounting": 2, "test_measurement": 3},
+    "ddp": {"test_broadcast": 1, "test_parity": 2, "test_once": 2, "test_buckets": 2, "test_overlap": 2,
+            "test_waits": 1},
     "ring_allreduce": {"test_correct": 3, "test_bytes": 2},
     "zero": {"test_parity": 2, "test_parity_zero2": 2, "test_memory": 3, "test_traffic": 2},
     "zero3": {"test_parity": 3, "test_memory": 3, "test_traffic": 2, "test_order": 2},
@@ -33,3 +35,31 @@ def test_reference_scores_full_marks_and_the_release_zero(tmp_path, lab):
         written = written_answers(tmp_path, lab, WRITTEN[lab])
         assert written["reference"] == {name: (None, True) for name in WRITTEN[lab]}
         assert written["untouched"] == {name: (0, False) for name in WRITTEN[lab]}
+
+
+def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_path):
+    """Lab 2 graded as a class: buckets planned from model.parameters() (the package's design)
+    lose the bucket points only, with feedback naming the bucket; a file that imports
+    zerobook.ddp scores 0 on every part, its feedback saying why."""
+    import json
+
+    from grading_helpers import source
+    from test_labs import PLANNED_BUCKETS
+
+    def with_rank_script(script: str) -> str:
+        notebook = json.loads(source("ddp"))
+        cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script")
+        cell["source"] = "%%writefile ddp_student.py\n" + script
+        return json.dumps(notebook)
+
+    reference = "".join(next(c["source"] for c in json.loads(source("ddp"))["cells"]
+                             if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script"))
+    borrows = reference.split("\n", 1)[1].replace("import torch\n", "import torch\nfrom zerobook.ddp import OverlappedAllReduce\n", 1)
+    round_trip(tmp_path, lambda root: {"ddp": {"planned": with_rank_script(PLANNED_BUCKETS),
+                                               "borrows": with_rank_script(borrows)}}, ["ddp"])
+    scores = part_scores(tmp_path, "ddp", POINTS["ddp"])
+    assert scores["planned"] == {**POINTS["ddp"], "test_buckets": 0}
+    assert scores["borrows"] == {part: 0 for part in POINTS["ddp"]}
+    page = lambda student: (tmp_path / "feedback" / student / "ddp" / "ddp.html").read_text()
+    assert "the same gradients in another order" in page("planned")
+    assert "the course&#x27;s own implementation" in page("borrows") or "the course's own implementation" in page("borrows")

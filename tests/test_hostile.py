@@ -2,7 +2,8 @@
 --jobs 2`): each attack scores 0 on the part it attacks, cannot touch the other students, the
 gradebook or the course, leaves no process behind, and stops nobody else.
 
-One grading run for all of them (its own course directory); each test reads what it left.
+One grading run for all of them (its own course directory); each test reads what it left. Lab 2
+(data parallelism), whose six tests all read one launch, has a grading run of its own below.
 """
 import csv
 import json
@@ -239,3 +240,136 @@ def test_grading_again_regrades_only_what_changed(graded, tmp_path):
     assert "graded " in done.stdout and "not_json / setup_check: graded" in done.stdout, done.stdout[-3000:]
     assert "reference / setup_check" not in done.stdout  # unchanged: not graded again
     assert total(root, "not_json") == sum(POINTS.values())
+
+
+# Lab 2 (data parallelism): one run read by every test, so an attack on the run is an attack
+# on every part. Each submission's rank script is a DDP of its own, plus what it does on import.
+DDP_POINTS = {"test_broadcast": 1, "test_parity": 2, "test_once": 2, "test_buckets": 2, "test_overlap": 2,
+              "test_waits": 1}
+LAZY_DDP = '''
+import torch
+import torch.distributed as dist
+
+
+class BucketedDDP:
+    """No broadcast; every gradient all-reduced on its own, blocking, in finish()."""
+
+    def __init__(self, model, bucket_cap_bytes):
+        self.params = list(model.parameters())
+
+    def finish(self):
+        for param in self.params:
+            dist.all_reduce(param.grad)
+            param.grad.div_(dist.get_world_size())
+'''
+FORGE_PARITY = '''
+import zerobook as zb
+_real = zb.report
+
+def _forged(**values):
+    values["broadcast"] = {"diff": 0.0, "worst": None, "calls": 41}
+    values["parity"] = {"diff": 0.0, "worst": None}
+    _real(**values)
+
+zb.report = _forged
+'''
+BYPASS = '''
+import subprocess
+from torch.distributed import distributed_c10d
+
+def _unseen(tensor, op=None, group=None, async_op=False):
+    """The process group's own all-reduce: no record, no rank order, a handle that is done."""
+    distributed_c10d._get_default_group().allreduce([tensor]).wait()
+    return _Done() if async_op else None
+
+class _Done:
+    def wait(self, timeout=None):
+        return True
+
+dist.all_reduce = distributed_c10d.all_reduce = _unseen
+subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
+'''.replace("MARK", MARK + "-ddp")
+PATCH_WAIT = '''
+from zerobook import inflight
+_real_wait = inflight.Handle.wait
+
+def _quiet_wait(self, timeout=None):
+    """Waits, but records the wait only once backward is over (a wait at once is hidden)."""
+    if ["finish"] in self.flight.events[-60:]:
+        self.flight.events.append(["wait", self.index])
+    if self.result is not None:
+        self.tensor.copy_(self.result)
+        self.result = None
+    return True
+
+inflight.Handle.wait = _quiet_wait
+'''
+
+
+def ddp_submissions() -> dict[str, str]:
+    """The instructor's notebook, and three whose rank script attacks the one run."""
+    from grading_helpers import source
+
+    from zerobook.grading import reference_script
+
+    reference = source("ddp")
+    solution = reference_script(ROOT / "labs", "ddp")
+    waits_at_once = solution.replace("        work = dist.all_reduce(flat, async_op=True)\n",
+                                     "        work = dist.all_reduce(flat, async_op=True)\n        work.wait()\n")
+    script = lambda code: edit(reference, "rank_script", lambda s: "%%writefile ddp_student.py\n" + code)
+    return {"reference": reference,
+            "forge_parity": script(LAZY_DDP + FORGE_PARITY),
+            "bypass_all_reduce": script(solution.replace("import torch.distributed as dist\n",
+                                                         "import torch.distributed as dist\n" + BYPASS, 1)),
+            "patch_wait": script(waits_at_once + PATCH_WAIT)}
+
+
+@pytest.fixture(scope="module")
+def graded_ddp(tmp_path_factory):
+    """One grading run of the Lab 2 submissions above (its own course directory)."""
+    from grading_helpers import sandbox_or_not
+
+    if sandbox_or_not():
+        pytest.skip("bubblewrap does not work here: hostile submissions are graded only in the sandbox")
+    root = tmp_path_factory.mktemp("hostile_ddp")
+    run_grading("release", "--only", "ddp", root=root)
+    for student, notebook in ddp_submissions().items():
+        folder = root / "submitted" / student / "ddp"
+        folder.mkdir(parents=True)
+        (folder / "ddp.ipynb").write_text(notebook)
+    done = run_grading("grade", "--jobs", "2", root=root, check=False)
+    return root, done, part_scores(root, "ddp", DDP_POINTS)
+
+
+def ddp_page(root, student) -> str:
+    import html
+    import re
+
+    page = (root / "feedback" / student / "ddp" / "ddp.html").read_text()
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def test_lab2_a_forged_report_scores_zero_everywhere_and_is_named(graded_ddp):
+    root, done, scores = graded_ddp
+    assert scores["reference"] == DDP_POINTS, done.stdout[-3000:]
+    assert scores["forge_parity"] == {part: 0 for part in DDP_POINTS}
+    assert "tampering: zb.report was replaced" in ddp_page(root, "forge_parity")
+
+
+def test_lab2_an_all_reduce_that_bypasses_the_record_scores_no_event_part(graded_ddp):
+    """Its own all_reduce, through the process group: nothing recorded, so nothing the events
+    grade can pass; its broadcast still counts; the process it left behind is gone."""
+    root, _, scores = graded_ddp
+    theirs = scores["bypass_all_reduce"]
+    assert {part: theirs[part] for part in ("test_once", "test_buckets", "test_overlap", "test_waits")} == \
+        dict.fromkeys(("test_once", "test_buckets", "test_overlap", "test_waits"), 0)
+    assert theirs["test_broadcast"] == 1
+    assert "no dist.all_reduce in the step" in ddp_page(root, "bypass_all_reduce")
+    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"]) if MARK + "-ddp" in " ".join(p.info["cmdline"] or [])]
+    assert not left
+
+
+def test_lab2_a_patched_wait_that_hides_a_wait_at_once_scores_zero_and_is_named(graded_ddp):
+    root, _, scores = graded_ddp
+    assert scores["patch_wait"] == {part: 0 for part in DDP_POINTS}
+    assert "tampering: the student's code replaced Handle.wait" in ddp_page(root, "patch_wait")

@@ -86,7 +86,7 @@ def lab_solution(lab: str) -> str:
     return zb.grading.reference_script(ROOT / "labs", lab)
 
 
-def test_lab3_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_points(tmp_path):
+def test_lab4_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_points(tmp_path):
     """Correct arithmetic, wrong system: the hook keeps every gradient alive, and the step
     all-reduces the whole buffer (then takes its shard) instead of reduce-scattering."""
     solution = lab_solution("zero")
@@ -120,24 +120,24 @@ def planted(tmp_path, lab: str, name: str, old: str, new: str, *more: str) -> st
     return str(student)
 
 
-def planted_lab4(tmp_path, name: str, old: str, new: str):
+def planted_lab5(tmp_path, name: str, old: str, new: str):
     return planted(tmp_path, "zero3", name, old, new)
 
 
-def test_lab4_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_path):
+def test_lab5_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_path):
     """Right weights for the first step, wrong schedule: discard() that does nothing keeps every
     unit gathered; a before_forward that never prefetches gathers each block only when needed."""
-    keeps = planted_lab4(tmp_path, "keeps", "    unit.flat.flat.untyped_storage().resize_(0)\n",
+    keeps = planted_lab5(tmp_path, "keeps", "    unit.flat.flat.untyped_storage().resize_(0)\n",
                          "    pass  # keeps the weights\n")
     memory = zb.grading.run_part("zero3", keeps, "memory", nproc=2).ranks[0]
     assert memory["peak"] == sum(memory["units"].values())  # every unit stays gathered
-    lazy = planted_lab4(tmp_path, "lazy", "        opt.forward_order[index + 1].start_gather()\n",
+    lazy = planted_lab5(tmp_path, "lazy", "        opt.forward_order[index + 1].start_gather()\n",
                         "        pass  # no prefetch\n")
     events = [tuple(e) for e in zb.grading.run_part("zero3", lazy, "order", nproc=2).ranks[0]["events"]]
     assert events.index(("gather issued", "blocks.1")) > events.index(("computed", "blocks.0"))
 
 
-def test_lab5_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
+def test_lab6_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
     """FSDP2 set up almost right: without the policy it trains alike but sends fp32; ignoring
     reduce_dtype reduces in bf16 when asked for fp32; without set_modules_to_forward_prefetch each
     block is gathered only when it starts; with fully_shard on the root alone the whole model is
@@ -186,7 +186,7 @@ def released_rank_script(lab: str) -> str:
     return cell.source.split("\n", 1)[1]
 
 
-@pytest.mark.parametrize("lab", ["setup_check", "memory", "ring_allreduce", "zero", "zero3", "fsdp2"])
+@pytest.mark.parametrize("lab", ["setup_check", "memory", "ddp", "ring_allreduce", "zero", "zero3", "fsdp2"])
 def test_every_part_of_an_untouched_release_scores_nothing_and_launches_nothing(tmp_path, lab):
     """The blank release of each lab, on its harness: every graded part fails at once (the
     reference with its hidden tests runs under nbval over labs/; the round trip in make test-all)."""
@@ -202,7 +202,7 @@ def test_every_part_of_an_untouched_release_scores_nothing_and_launches_nothing(
         assert time.monotonic() - start < 1, (lab, part)
 
 
-def test_lab3_a_mean_taken_another_usual_way_is_still_ddps_arithmetic_on_three_ranks(tmp_path):
+def test_lab4_a_mean_taken_another_usual_way_is_still_ddps_arithmetic_on_three_ranks(tmp_path):
     """Dividing each gradient by N before the reduce-scatter rounds differently from dividing the
     sum when N = 3; the harness compares with the DDP that averages the same way: full marks."""
     student = planted(tmp_path, "zero", "predivide",
@@ -229,3 +229,101 @@ def test_each_lab_shows_the_harness_lines_that_run_the_students_file():
         shown = [c for c in json.loads(path.read_text())["cells"]
                  if re.match(r'print\(zb\.grading\.harness_source\("' + path.stem + '"', "".join(c["source"]))]
         assert len(shown) == 1, path.name
+
+
+PLANNED_BUCKETS = '''
+import torch
+import torch.distributed as dist
+
+
+class BucketedDDP:
+    """The chapter's design: buckets planned once from model.parameters() reversed, each
+    sent when all its gradients have arrived (zerobook.ddp.OverlappedAllReduce, copied)."""
+
+    def __init__(self, model, bucket_cap_bytes):
+        with torch.no_grad():
+            for tensor in model.parameters():
+                dist.broadcast(tensor, src=0)
+        self.buckets, current, size = [], [], 0
+        for param in reversed(list(model.parameters())):
+            current.append(param)
+            size += param.numel() * param.element_size()
+            if size >= bucket_cap_bytes:
+                self.buckets.append(current)
+                current, size = [], 0
+        self.buckets += [current] if current else []
+        self.where = {id(p): b for b, bucket in enumerate(self.buckets) for p in bucket}
+        self.ready, self.pending = {}, []
+        for param in model.parameters():
+            param.register_post_accumulate_grad_hook(self.on_grad)
+
+    def on_grad(self, param):
+        index = self.where[id(param)]
+        self.ready[index] = self.ready.get(index, 0) + 1
+        if self.ready[index] == len(self.buckets[index]):
+            flat = torch.cat([p.grad.reshape(-1) for p in self.buckets[index]])
+            self.pending.append((index, flat, dist.all_reduce(flat, async_op=True)))
+
+    @torch.no_grad()
+    def finish(self):
+        for index, flat, work in self.pending:
+            work.wait()
+            flat.div_(dist.get_world_size())
+            for param, piece in zip(self.buckets[index], flat.split([p.numel() for p in self.buckets[index]])):
+                param.grad.copy_(piece.view_as(param.grad))
+        self.ready, self.pending = {}, []
+'''
+
+
+def ddp_problems(run) -> dict[str, list[str]]:
+    """Each graded property of the DDP lab's run -> the problems found on any rank and step."""
+    from zerobook import bucket_events as be
+
+    checks = {"once": lambda s, r: be.check_once(s, list(r["params"])),
+              "buckets": lambda s, r: be.check_buckets(s, be.expected(s, r), r["params"]),
+              "overlap": lambda s, r: be.check_overlap(s, len(be.expected(s, r))),
+              "waits": lambda s, r: be.check_waits(s)}
+    found = {name: [p for r in run.ranks for s in r["steps"] for p in check(s, r)] for name, check in checks.items()}
+    found["broadcast"] = [r["broadcast"]["worst"] for r in run.ranks if r["broadcast"]["diff"]]
+    found["parity"] = [r["parity"]["worst"] for r in run.ranks if r["parity"]["diff"]]
+    return found
+
+
+def test_lab2_the_chapters_planned_buckets_lose_only_the_bucket_points(tmp_path):
+    """The design the package hands over (buckets planned from model.parameters() reversed)
+    trains right and overlaps, but its buckets are not the ones backward fills."""
+    student = tmp_path / "ddp_student.py"
+    student.write_text(PLANNED_BUCKETS)
+    found = ddp_problems(zb.grading.run_part("ddp", str(student), "train", nproc=3))
+    assert found["buckets"] and all(not found[k] for k in ("broadcast", "parity", "once", "overlap", "waits")), found
+    assert found["buckets"][0].startswith("all-reduce 0 held 6 gradients, ln_f.bias ... ")  # reversed: bias first
+
+
+@pytest.mark.parametrize("mistake, failing, named", [
+    ("waits_at_once", {"overlap"}, "was waited on at once, before any later gradient arrived"),
+    ("divides_first", {"waits", "parity"}, "hold the sum of the ranks' gradients, not their mean"),
+])
+def test_lab2_a_bucket_waited_on_at_once_or_divided_before_its_wait_loses_only_those_points(tmp_path, mistake,
+                                                                                           failing, named):
+    """Right buckets, wrong schedule: each bucket waited on in its hook, so none is in flight
+    while backward goes on (waited again in finish()); or the sum divided before finish() waits,
+    so the division lands on this rank's own values and the sum arrives after it."""
+    wait = "            work.wait()\n"
+    divide = "            flat.div_(dist.get_world_size())\n"
+    if mistake == "waits_at_once":
+        launch = "        work = dist.all_reduce(flat, async_op=True)\n"
+        student = planted(tmp_path, "ddp", mistake, launch, launch + "        work.wait()\n",
+                          wait + divide, divide)  # finish() divides what the hook's wait delivered
+    else:
+        student = planted(tmp_path, "ddp", mistake, wait + divide, divide + wait)
+    found = ddp_problems(zb.grading.run_part("ddp", student, "train", nproc=3))
+    assert {name for name, problems in found.items() if problems} == failing, found
+    key = "overlap" if mistake == "waits_at_once" else "waits"
+    assert all(named in problem for problem in found[key]), found[key]
+
+
+def test_lab2_a_file_that_imports_the_courses_ddp_fails_the_whole_run(tmp_path):
+    student = planted(tmp_path, "ddp", "borrows", "import torch\n",
+                      "import torch\nfrom zerobook.ddp import OverlappedAllReduce  # noqa: F401\n")
+    with pytest.raises(zb.LaunchError, match="course's own implementation"):
+        zb.grading.run_part("ddp", student, "train", nproc=3)

@@ -133,7 +133,8 @@ def lab_limits(labs: Path, root: Path, lab: str) -> dict:
     per_launch = max(r["seconds"] / max(1, r["launches"]) for r in results.values())
     part = max(MIN_PART_S, SLACK * per_launch)
     cell = part * max(max(1, r["launches"]) for r in results.values()) + CELL_SLACK_S
-    launches = source.read_text().count("run_part(")  # in every cell: all of them may hang
+    text = source.read_text()  # every launch in every cell: all of them may hang
+    launches = text.count("run_part(") + text.count("run_shared(")
     known[lab] = {"version": version, "reference_s": round(sum(r["seconds"] for r in results.values()), 1),
                   "part_s": round(part), "cell_s": round(cell), "submission_s": round(part * launches + cell)}
     cache.write_text(json.dumps(known, indent=1))

@@ -56,6 +56,28 @@ def run_part(lab: str, student_file: str, part: str, nproc: int = 4,
                                                    args=["--student", student_file, "--part", part], **launch_options))
 
 
+_SHARED: dict = {}  # run_shared's launches: key -> RunResult, or the exception it raised
+
+
+def run_shared(lab: str, student_file: str, part: str, nproc: int = 4, **options) -> RunResult:
+    """run_part, launched once for every test that reads the same run: a later call with the same
+    lab, part, ranks, options and student file (its bytes, and when it was written: running the
+    cell that writes it launches again) returns its result, or raises its error again (a failed
+    launch is not repeated by each test that shares it)."""
+    from zerobook import run_cache
+
+    written = Path(student_file).stat().st_mtime_ns if Path(student_file).is_file() else None
+    name = (run_cache.key(lab, student_file, part, nproc, options), written)
+    if name not in _SHARED:
+        try:
+            _SHARED[name] = run_part(lab, student_file, part, nproc=nproc, **options)
+        except Exception as exc:
+            _SHARED[name] = exc
+    if isinstance(_SHARED[name], Exception):
+        raise _SHARED[name]
+    return _SHARED[name]
+
+
 def reference_script(labs: Path, lab: str) -> str:
     """The rank script of lab `lab`'s instructor notebook (its solutions in), as the student's
     `%%writefile` cell writes it (without that line)."""
@@ -80,7 +102,8 @@ def harness_source(lab: str, *names: str) -> str:
 
 
 def function_stubs(student_file: str) -> dict[str, bool] | None:
-    """Each top-level function of the student's file -> whether its body is still nbgrader's stub
+    """Each top-level function (and method of a top-level class, as "Class.method") of the
+    student's file -> whether its body is still nbgrader's stub
     (`raise NotImplementedError()`, after an optional docstring); None if the file does not parse
     (the launch reports that, from the rank that imports it)."""
     try:
@@ -89,10 +112,12 @@ def function_stubs(student_file: str) -> dict[str, bool] | None:
         return None
     stub = ast.dump(ast.parse("raise NotImplementedError()").body[0])
     out = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-            out[node.name] = len(body) == 1 and ast.dump(body[0]) == stub
+    functions = [(node.name, node) for node in tree.body if isinstance(node, ast.FunctionDef)]
+    functions += [(f"{node.name}.{f.name}", f) for node in tree.body if isinstance(node, ast.ClassDef)
+                  for f in node.body if isinstance(f, ast.FunctionDef)]  # a class skeleton's methods
+    for name, node in functions:
+        body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        out[name] = len(body) == 1 and ast.dump(body[0]) == stub
     return out
 
 

@@ -1,4 +1,4 @@
-"""Lab 5 harness: the student's production set-up — PyTorch's FSDP2 with mixed precision,
+"""Lab 6 harness: the student's production set-up — PyTorch's FSDP2 with mixed precision,
 prefetch and DCP checkpoints — graded against our ZeRO-3.
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.fsdp2 --student fsdp2_student.py --part parity
@@ -131,7 +131,7 @@ def checkpoint(student, me: zb.Rank) -> dict:
     model, optimizer = student_model(student, me)
     for i in range(2):
         step(model, optimizer, i, me)
-    folder = tempfile.mkdtemp(prefix="lab5-") if me.rank == 0 else None
+    folder = tempfile.mkdtemp(prefix="lab6-") if me.rank == 0 else None
     folder = Path(broadcast_text(folder, me))
     call_student(student, "save", model, optimizer, str(folder / "ckpt"))
     before = state_digests(model, optimizer)

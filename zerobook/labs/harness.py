@@ -47,3 +47,69 @@ def call_student(module, name: str, *args):
         raise RuntimeError(f"{name}() called sys.exit({exc.code!r}); return a value instead") from None
     except NotImplementedError:
         raise NotImplementedError(f"{name}() is not implemented yet") from None
+
+
+class Forbidden:
+    """An import hook, first on sys.meta_path: the course's own implementation of what a
+    lab grades cannot be imported while the student's file runs."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self.names or name.startswith(tuple(n + "." for n in self.names)):
+            raise ImportError(
+                f"{name} is the course's own implementation of what this lab grades: "
+                "write yours (a submission that uses it scores 0)"
+            )
+        return None
+
+
+def forbid(names: tuple[str, ...]) -> dict[str, str]:
+    """Make the modules `names` unimportable from now on (unloaded if loaded); returns
+    each one's source file, for `borrowed` to know a copy loaded some other way."""
+    files = {n: str(Path(importlib.util.find_spec(n).origin).resolve()) for n in names}
+    for name in names:
+        sys.modules.pop(name, None)
+        parent, _, child = name.rpartition(".")
+        if parent in sys.modules and child in vars(sys.modules[parent]):
+            delattr(sys.modules[parent], child)
+    sys.meta_path.insert(0, Forbidden(names))
+    return files
+
+
+def source_file(thing) -> str:
+    """A module's file, resolved ("-" for anything else)."""
+    file = getattr(thing, "__file__", None)
+    return str(Path(file).resolve()) if isinstance(file, str) else "-"
+
+
+def borrowed(student, files: dict[str, str]) -> list[str]:
+    """The forbidden modules the run used anyway: loaded under any name, held by the
+    student's module, or defining one of its functions, classes or their methods."""
+    paths = set(files.values())
+    modules = list(sys.modules.items())
+    found = {name for name, module in modules if source_file(module) in paths}
+    for value in vars(student).values():
+        if source_file(value) in paths:  # a module object
+            found.add(value.__name__)
+        classes = value.__mro__ if isinstance(value, type) else ()
+        for item in [value, *(a for klass in classes for a in vars(klass).values())]:
+            code = getattr(item, "__code__", None)
+            if code is not None and str(Path(code.co_filename).resolve()) in paths:
+                found.add(getattr(item, "__module__", None) or code.co_filename)
+    return sorted(found)
+
+
+def trusted(*owners, **functions) -> list[tuple]:
+    """What a run's record depends on, as it is before the student's file is imported:
+    each class's own functions in `owners`, and `functions` (name=owner)."""
+    found = [(o, n, v) for o in owners for n, v in vars(o).items() if callable(v)]
+    return found + [(o, n, inspect.getattr_static(o, n)) for n, o in functions.items()]
+
+
+def replaced(snapshot: list[tuple]) -> list[str]:
+    """The functions of `snapshot` that the student's code has replaced since."""
+    now = [(o, n, inspect.getattr_static(o, n, None)) for o, n, _ in snapshot]
+    changed = [(o, n) for (o, n, v), (_, _, w) in zip(snapshot, now) if w is not v]
+    return sorted(f"{getattr(o, '__qualname__', o.__name__)}.{n}" for o, n in changed)

@@ -1,4 +1,4 @@
-"""Lab 2 harness: the student's ring all-reduce against dist.all_reduce, and its bytes counted.
+"""Lab 3 harness: the student's ring all-reduce against dist.all_reduce, and its bytes counted.
 
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.labs.ring_allreduce --student ring_student.py --part correct
 

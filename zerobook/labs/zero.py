@@ -1,4 +1,4 @@
-"""Lab 3 harness: the student's ZeRO-1 step and ZeRO-2 bucket hook, trained against DDP.
+"""Lab 4 harness: the student's ZeRO-1 step and ZeRO-2 bucket hook, trained against DDP.
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.zero --student zero_student.py --part parity
 

@@ -1,4 +1,4 @@
-"""Lab 4 harness: the student's gather, discard and forward prefetch inside our ZeRO-3.
+"""Lab 5 harness: the student's gather, discard and forward prefetch inside our ZeRO-3.
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.labs.zero3 --student zero3_student.py --part parity
 

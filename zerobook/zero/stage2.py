@@ -71,7 +71,7 @@ class Zero2AdamW(Zero1AdamW):
         """Add a fresh gradient into its bucket; a bucket whose parameters have all arrived
         (and we are syncing) starts its reduce-scatter. Runs once per parameter per backward.
 
-        The hook point Lab 3 replaces; what it may use: `where[id(param)]` (its bucket's index),
+        The hook point Lab 4 replaces; what it may use: `where[id(param)]` (its bucket's index),
         `offset[id(param)]` (where it starts in the flat layout), `buffers` (bucket index -> its
         gradient buffer), `arrived` (gradients delivered per bucket), `launch(index)`."""
         index = self.where[id(param)]

@@ -1,0 +1,113 @@
+"""Asynchronous all-reduces held in flight until waited on; a step's events, in order.
+
+    with ordered_sums(), InFlight() as flight:   # ordered_sums outside: rank-order sums
+        flight.note("grad", name)                # the caller's events join the list
+        work = dist.all_reduce(bucket, async_op=True)  # code under test, unchanged
+        ...                                      # `bucket`: this rank's values still
+        work.wait()                              # now it holds the sum
+
+A real asynchronous collective promises its result only after `wait()`: before it, gloo
+or NCCL may have written any part of the tensor. Here the tensor keeps this rank's own
+values until `wait()` copies the result in, so code that reads a bucket early, divides
+before waiting or never waits gets a wrong gradient every time, not now and then. The
+sum itself is taken when the all-reduce is called (every rank calls its all-reduces in
+one order, as it must), so a run stays deterministic.
+
+Events: ["all_reduce", i, async_op] for the i-th all-reduce (a copy of its input in
+`inputs[i]`), ["wait", i], ["broadcast", numel], [name] for any other collective.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch.distributed import distributed_c10d as c10d
+
+OTHERS = (
+    "reduce_scatter_tensor", "all_gather_into_tensor", "all_gather", "reduce",
+    "all_reduce_coalesced", "send", "isend", "recv", "irecv", "batch_isend_irecv",
+)  # fmt: skip
+
+
+class Handle:
+    """all_reduce(..., async_op=True)'s handle: wait() puts the sum in the tensor."""
+
+    def __init__(self, flight: InFlight, index: int, tensor, result) -> None:
+        self.flight, self.index = flight, index
+        self.tensor, self.result = tensor, result
+
+    def wait(self, timeout=None) -> bool:
+        """Record the wait; copy the sum into the tensor (the first time)."""
+        self.flight.events.append(["wait", self.index])
+        if self.result is not None:
+            self.tensor.copy_(self.result)
+            self.result = None
+        return True
+
+    def is_completed(self) -> bool:
+        return self.result is None
+
+    def get_future(self):
+        raise NotImplementedError("this run's all-reduce handles support wait() only")
+
+
+class InFlight:
+    """Context manager: each all-reduce of this process returns a Handle (async_op=True)
+    or reduces at once, and is recorded in `events` beside the caller's notes."""
+
+    def __init__(self) -> None:
+        self.events: list[list] = []
+        self.inputs: list[torch.Tensor] = []
+        self.saved: dict = {}
+
+    def __enter__(self) -> InFlight:
+        names = [n for n in ("all_reduce", "broadcast", *OTHERS) if hasattr(c10d, n)]
+        self.saved = {name: getattr(c10d, name) for name in names}
+        others = {name: self.recorded(name) for name in OTHERS if name in self.saved}
+        self.install(
+            {"all_reduce": self.all_reduce, "broadcast": self.broadcast, **others}
+        )
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.install(self.saved)
+        self.saved = {}
+
+    @staticmethod
+    def install(functions: dict) -> None:
+        for name, function in functions.items():
+            setattr(c10d, name, function)
+            setattr(dist, name, function)
+
+    def note(self, *event) -> None:
+        """Add the caller's own event (a gradient's arrival, a phase) to the list."""
+        self.events.append(list(event))
+
+    def all_reduce(self, tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
+        """all_reduce of `tensor` (any shape), summed now; the sum lands in `tensor` at
+        once (async_op=False) or at the returned Handle's wait() (async_op=True)."""
+        index = len(self.inputs)
+        self.inputs.append(tensor.detach().clone())
+        self.events.append(["all_reduce", index, bool(async_op)])
+        result = tensor.detach().clone()
+        self.saved["all_reduce"](result, op=op, group=group)
+        if not async_op:
+            tensor.copy_(result)
+            return None
+        return Handle(self, index, tensor, result)
+
+    def broadcast(self, tensor, src=None, group=None, async_op=False, **kwargs):
+        """broadcast, unchanged; recorded with the tensor's numel."""
+        self.events.append(["broadcast", tensor.numel()])
+        broadcast = self.saved["broadcast"]
+        return broadcast(tensor, src, group=group, async_op=async_op, **kwargs)
+
+    def recorded(self, name: str):
+        """Collective `name`, unchanged, recorded by name."""
+        original = self.saved[name]
+
+        def call(*args, **kwargs):
+            self.events.append([name])
+            return original(*args, **kwargs)
+
+        return call

@@ -1,0 +1,239 @@
+"""Lab 2 harness: the student's bucketed, overlapped DDP, graded from the run's events.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 3 \
+        -m zerobook.labs.ddp --student ddp_student.py --part train
+
+The student's file defines a class
+    BucketedDDP(model, bucket_cap_bytes)  rank 0's weights everywhere, gradient hooks
+    .finish()                             after backward: wait for each bucket, the mean
+The one part, `train`, gives each rank a GPT from a seed of its own, wraps it and trains
+STEPS AdamW steps on the rank's slice of each batch, every sum in rank order
+(zerobook.parity), every all-reduce in flight until waited on (zerobook.inflight). It
+reports per step the events in order (each gradient's arrival, each all-reduce and wait,
+finish()), the gradients each all-reduce held (matched against copies made as they
+arrived) and what each param.grad held after finish(); and the weights after the
+broadcast and after the last step, against one process that sums the same per-rank
+gradients in rank order. Every graded test reads this one run (zerobook.bucket_events),
+launched on 3 ranks: with 2, a sum has one order only, and equality would prove little.
+"""
+
+import torch
+import torch.distributed as dist
+
+import zerobook as zb
+from zerobook.inflight import Handle, InFlight
+from zerobook.labs.harness import borrowed, call_student, forbid, load_student
+from zerobook.labs.harness import parse_args, replaced, trusted
+from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.parity import ordered_sums
+from zerobook.training import rank_batch
+
+PARTS = ["train"]
+# 3 blocks: 39 gradients, 41,376 elements, which backward does not produce in the
+# reverse of model.parameters()'s order; 24 KiB buckets: 5 of them
+CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
+BUCKET_CAP_BYTES, STEPS, BATCH, LR, SEED = 24 * 1024, 3, 2, 1e-3, 1234
+FORBIDDEN = ("zerobook.ddp", "zerobook.bucket_events")  # the course's DDP, the grader's
+ALL_GATHER = dist.all_gather_into_tensor  # the harness's own, never a wrapper
+MEANS = {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * (1 / n)}
+
+
+class Arrivals:
+    """The harness's post-accumulate-grad hooks, registered before the student's (so
+    they run first): each arrival noted in the events, and a copy of the gradient."""
+
+    def __init__(self, model: torch.nn.Module, flight: InFlight):
+        self.names = {id(p): name for name, p in model.named_parameters()}
+        self.flight, self.grads = flight, {}
+        for param in model.parameters():
+            param.register_post_accumulate_grad_hook(self.arrived)
+
+    def arrived(self, param) -> None:
+        name = self.names[id(param)]
+        self.flight.note("grad", name)
+        self.grads[name] = param.grad.detach().clone()
+
+
+def held(tensor: torch.Tensor, grads: dict, order: list[str]) -> dict:
+    """The gradients an all-reduce's 1-D view held, in its order, matched bit for bit
+    against copies made as they arrived; `unmatched`: where nothing matched."""
+    flat, names, offset = tensor.reshape(-1), [], 0
+    while offset < flat.numel():
+        start = order.index(names[-1]) + 1 if names else 0
+        candidates = order[start:] + order[:start]  # the next to arrive first
+        fits = [n for n in candidates if n not in names]
+        match = next((n for n in fits if matches(flat, offset, grads[n])), None)
+        if match is None:
+            return {"params": names, "numel": flat.numel(), "unmatched": offset}
+        names.append(match)
+        offset += grads[match].numel()
+    return {"params": names, "numel": flat.numel(), "unmatched": None}
+
+
+def matches(flat: torch.Tensor, offset: int, grad: torch.Tensor) -> bool:
+    piece = flat[offset : offset + grad.numel()]
+    same_size = piece.numel() == grad.numel()
+    return same_size and torch.equal(piece, grad.reshape(-1).to(piece.dtype))
+
+
+@torch.no_grad()
+def rank_gradients(model, grads: dict, me: zb.Rank) -> torch.Tensor:
+    """Every rank's gradients as they arrived, flat in parameter order: (N, numel)."""
+    mine = torch.cat([grads[name].reshape(-1) for name, _ in model.named_parameters()])
+    parts = torch.empty(me.world_size * mine.numel(), device=mine.device)
+    ALL_GATHER(parts, mine)
+    return parts.view(me.world_size, -1)
+
+
+def verdict(grad, piece: slice, parts, total, means: dict, rank: int) -> str:
+    """What one param.grad holds: "mean", "sum", "own", "own_mean" (this rank's own
+    gradient divided by N), "none" or "other"."""
+    if grad is None:
+        return "none"
+    grad = grad.reshape(-1)
+    if any(torch.equal(grad, mean[piece]) for mean in means.values()):
+        return "mean"
+    if torch.equal(grad, total[piece]):
+        return "sum"
+    own = parts[rank][piece]
+    if torch.equal(grad, own):
+        return "own"
+    divided = [average(own, len(parts)) for average in MEANS.values()]
+    return "own_mean" if any(torch.equal(grad, d) for d in divided) else "other"
+
+
+@torch.no_grad()
+def verdicts(model, grads: dict, me: zb.Rank) -> tuple[dict, str]:
+    """What each param.grad holds after finish(), against the ranks' gradients summed in
+    rank order; and the mean they hold (sum * (1/N) only if every one does)."""
+    parts = rank_gradients(model, grads, me)
+    total = parts[0].clone()
+    for part in parts[1:]:
+        total += part
+    means = {way: mean(total, me.world_size) for way, mean in MEANS.items()}
+    out, offset, multiplied = {}, 0, True
+    for name, param in model.named_parameters():
+        piece = slice(offset, offset + param.numel())
+        offset += param.numel()
+        out[name] = verdict(param.grad, piece, parts, total, means, me.rank)
+        mean = means["sum * (1/N)"][piece]
+        multiplied &= param.grad is not None and torch.equal(
+            param.grad.reshape(-1), mean
+        )
+    return out, "sum * (1/N)" if multiplied else "sum / N"
+
+
+def step_report(flight, start: int, first: int, arrivals: Arrivals, model, me) -> dict:
+    """The step's events (all-reduces numbered from 0), what each all-reduce held, what
+    each gradient held after finish()."""
+    renumber = ("all_reduce", "wait")
+    events = [
+        [e[0], e[1] - first, *e[2:]] if e[0] in renumber else e
+        for e in flight.events[start:]
+    ]
+    order = [e[1] for e in events if e[0] == "grad"]
+    inputs = [flight.inputs[e[1] + first] for e in events if e[0] == "all_reduce"]
+    reduces = [held(tensor, arrivals.grads, order) for tensor in inputs]
+    grads, average = verdicts(model, arrivals.grads, me)
+    return {
+        "events": events,
+        "all_reduces": reduces,
+        "grads": grads,
+        "average": average,
+    }
+
+
+def model_from(seed: int, me: zb.Rank) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return GPT(CONFIG).to(me.device)
+
+
+def difference(model, reference) -> dict:
+    """Largest difference of the weights, and the parameter where it is."""
+    pairs = zip(model.named_parameters(), reference.parameters())
+    diffs = {
+        name: (p.detach() - q.detach()).abs().max().item() for (name, p), q in pairs
+    }
+    worst = max(diffs, key=diffs.get)
+    return {"diff": diffs[worst], "worst": worst if diffs[worst] else None}
+
+
+def train(student, me: zb.Rank, flight: InFlight) -> dict:
+    """The student's DDP for STEPS steps: the broadcast's result, each step's report."""
+    model = model_from(SEED + me.rank, me)  # a rank's own weights, until the broadcast
+    arrivals = Arrivals(model, flight)
+    ddp = call_student(student, "BucketedDDP", model, BUCKET_CAP_BYTES)
+    broadcast = difference(model, model_from(SEED, me))
+    broadcast["calls"] = sum(e[0] == "broadcast" for e in flight.events)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+    steps = []
+    for index in range(STEPS):
+        start, first = len(flight.events), len(flight.inputs)
+        next_token_loss(model, rank_batch(CONFIG, BATCH, index, me)).backward()
+        flight.note("finish")
+        call_student(ddp, "finish")
+        flight.note("finished")
+        steps.append(step_report(flight, start, first, arrivals, model, me))
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return {"broadcast": broadcast, "steps": steps, "model": model}
+
+
+def reference(me: zb.Rank, average: str) -> torch.nn.Module:
+    """One process from rank 0's weights: each step, the N slices' gradients computed
+    apart, summed in rank order and averaged as the student's were."""
+    model = model_from(SEED, me)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+    params = list(model.parameters())
+    for index in range(STEPS):
+        tokens = random_batch(CONFIG, BATCH * me.world_size, seed=index).to(me.device)
+        per_rank = []
+        for r in range(me.world_size):
+            optimizer.zero_grad(set_to_none=True)
+            next_token_loss(model, tokens[r * BATCH : (r + 1) * BATCH]).backward()
+            per_rank.append([p.grad.clone() for p in params])
+        for param, grads in zip(params, zip(*per_rank)):
+            total = grads[0].clone()
+            for grad in grads[1:]:
+                total += grad
+            param.grad = MEANS[average](total, me.world_size)
+        optimizer.step()
+    return model
+
+
+def main() -> None:
+    cli = parse_args(PARTS)
+    me = zb.setup()
+    files = forbid(FORBIDDEN)
+    record = trusted(
+        InFlight, Handle, Arrivals, equal=torch, cat=torch, clone=torch.Tensor
+    )
+    with ordered_sums(), InFlight() as flight:
+        student = load_student(cli.student)
+        run = train(student, me, flight)
+    if replaced(record):
+        raise RuntimeError(
+            f"tampering: the student's code replaced {', '.join(replaced(record))}"
+        )
+    used = borrowed(student, files)
+    if used:
+        raise RuntimeError(
+            f"your file uses {', '.join(used)}, the course's own: write "
+            "your DDP yourself (a submission that uses it scores 0)"
+        )
+    model = run.pop("model")
+    scale = max(p.detach().abs().max().item() for p in model.parameters())
+    parity = difference(model, reference(me, run["steps"][0]["average"]))
+    params = {name: p.numel() for name, p in model.named_parameters()}
+    zb.report(
+        **run,
+        params=params,
+        element_size=4,
+        bucket_cap_bytes=BUCKET_CAP_BYTES,
+        parity=parity,
+        weight_scale=scale,
+    )
+
+
+if __name__ == "__main__":
+    main()
