@@ -1,0 +1,177 @@
+"""zerobook.limits: one submission's sandboxes, bounded together. Each hostile program
+runs in a sandbox of a grading job whose bounds are set low here (tens of processes,
+160 MiB), passes one of them slightly, is killed with its reason, and leaves no process
+behind: with a job uid (a root grader) and in a user namespace (any other user)."""
+
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+BOUNDS = {"tasks": 48, "memory_mb": 160, "cpu_s": 60, "disk_mb": 32, "files": 96}
+
+FORK_LOOP = """
+import os, time
+try:
+    for _ in range(10_000):
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+except OSError:  # refused (RLIMIT_NPROC): hold what it has
+    time.sleep(60)
+"""
+MEMORY_HOG = """
+import time
+chunks = []
+for _ in range(40):  # 40 x 8 MiB, each page touched
+    chunks.append(bytearray(b"x" * (8 << 20)))
+    time.sleep(0.02)
+time.sleep(60)
+"""
+DISK_FILLER = """
+import time
+chunk = b"x" * (4 << 20)
+for i in range(24):  # 96 MiB into the student's folder, 4 MiB at a time
+    with open(f"fill{i}.bin", "wb") as f:
+        f.write(chunk)
+    time.sleep(0.02)
+time.sleep(60)
+"""
+FD_LEAK = """
+import time
+held = []
+try:
+    while True:
+        held.append(open("/dev/null"))
+except OSError:
+    pass
+time.sleep(60)
+"""
+TMP_FILLER = """
+try:
+    with open("/tmp/fill.bin", "wb") as f:
+        for _ in range(24):
+            f.write(b"x" * (4 << 20))
+            f.flush()
+    print("wrote 96 MiB")
+except OSError as exc:
+    print("refused:", exc.strerror)
+"""
+
+
+@pytest.fixture(scope="module")
+def box():
+    from grading_helpers import sandbox_or_not
+
+    if sandbox_or_not():
+        pytest.skip("bubblewrap does not work here")
+    from zerobook import sandbox
+
+    return sandbox
+
+
+@pytest.fixture(params=["job uid", "user namespace"])
+def job(request, monkeypatch):
+    """A grading job's environment, in this process (as zerobook.classroom gives its
+    subprocesses): with a uid of its own (root), or in the caller's user namespace."""
+    from zerobook import limits
+
+    if request.param == "job uid" and os.geteuid() != 0:
+        pytest.skip("a job uid needs a root grader")
+    env = limits.job_env(3, limits.Bounds(**BOUNDS))
+    if request.param == "user namespace":
+        env.pop(limits.UID_ENV, None)
+    monkeypatch.delenv(limits.UID_ENV, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def run_watched(box, job, program: str, folder) -> tuple:
+    """`program` in a sandbox of `job`, watched: (reason, seconds, process, output)."""
+    from zerobook import limits
+
+    argv = box.command([sys.executable, "-c", program], writable=[folder])
+    start = time.monotonic()
+    with limits.Watchdog(job, limits.Bounds(**BOUNDS)) as watchdog:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=box.set_limits,  # noqa: PLW1509 - as zerobook.launch starts it
+            start_new_session=True,
+        )
+        try:
+            proc.wait(timeout=45)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    output = proc.stdout.read().decode(errors="replace")
+    proc.stdout.close()
+    return watchdog.reason, time.monotonic() - start, proc, output
+
+
+def survivors(job) -> list:
+    """Processes of the job left running: its uid's, or under its sandboxes."""
+    from zerobook import limits
+
+    watchdog = limits.Watchdog(job, limits.Bounds(**BOUNDS))
+    return [
+        p.pid
+        for p in watchdog.members()[0]
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    ]
+
+
+@pytest.mark.parametrize(
+    "program, reason",
+    [
+        (FORK_LOOP, "processes and threads at once (the bound is 48)"),
+        (MEMORY_HOG, "GiB of memory together (the bound is 0.2 GiB)"),
+        (DISK_FILLER, "MiB into its folders (the bound is 32 MiB)"),
+        (FD_LEAK, "files open (the bound is 96)"),
+    ],
+    ids=["fork loop", "memory hog", "disk filler", "fd leak"],
+)
+def test_a_submission_past_a_bound_is_killed_with_its_reason(
+    box, job, tmp_path, program, reason
+):
+    found, seconds, proc, output = run_watched(box, job, program, tmp_path)
+    assert found and reason in found, (found, output[-2000:])
+    assert proc.returncode != 0 and seconds < 30, (
+        proc.returncode,
+        seconds,
+        output[-2000:],
+    )
+    time.sleep(0.3)
+    assert not survivors(job)
+
+
+def test_the_sandboxs_tmp_is_a_tmpfs_of_the_disk_bound(box, job, tmp_path):
+    found, _, _, output = run_watched(box, job, TMP_FILLER, tmp_path)
+    assert "refused: No space left on device" in output and found is None, (
+        found,
+        output,
+    )
+
+
+def test_a_submission_within_its_bounds_runs_untouched(box, job, tmp_path):
+    found, _, proc, output = run_watched(
+        box, job, "import zerobook; print('fine')", tmp_path
+    )
+    assert found is None and proc.returncode == 0 and "fine" in output, (found, output)
+
+
+def test_a_job_uid_reads_what_a_launch_needs(box, job, tmp_path):
+    """torchrun's rendezvous resolves localhost (/etc/hosts, which bwrap's /etc must let the
+    job uid read), and the student's folder is the job's to write."""
+    program = (
+        "import socket, os; socket.getaddrinfo('localhost', 29500);"
+        "open('mine.txt', 'w').write('ok'); print(os.getuid())"
+    )
+    found, _, proc, output = run_watched(box, job, program, tmp_path)
+    expected = job.get("ZEROBOOK_SANDBOX_UID", "1000")
+    assert proc.returncode == 0 and output.split() == [expected], (found, output)
