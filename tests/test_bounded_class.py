@@ -63,7 +63,7 @@ HOGS = {
 }
 REASONS = {
     "fork_loop": "processes and threads at once (the bound is 160)",
-    "memory_hog": "of memory together (the bound is 1.5 GiB)",
+    "memory_hog": "of memory together (the bound is 1536 MiB)",
     "disk_filler": "MiB into its folders (the bound is 48 MiB)",
     "fd_leak": "files open (the bound is 256)",
 }

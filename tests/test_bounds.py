@@ -11,7 +11,14 @@ import time
 import psutil
 import pytest
 
-BOUNDS = {"tasks": 48, "memory_mb": 160, "cpu_s": 60, "disk_mb": 32, "files": 96}
+BOUNDS = {
+    "tasks": 48,
+    "memory_mb": 160,
+    "cpu_s": 60,
+    "disk_mb": 32,
+    "disk_files": 200,
+    "files": 96,
+}
 
 FORK_LOOP = """
 import os, time
@@ -39,6 +46,16 @@ for i in range(24):  # 96 MiB into the student's folder, 4 MiB at a time
         f.write(chunk)
     time.sleep(0.02)
 time.sleep(60)
+"""
+MANY_FILES = """
+import time
+for i in range(400):  # empty: no bytes, only files
+    open(f"empty{i}", "w").close()
+time.sleep(60)
+"""
+BUSY = """
+while True:
+    pass
 """
 FD_LEAK = """
 import time
@@ -130,11 +147,12 @@ def survivors(job) -> list:
     "program, reason",
     [
         (FORK_LOOP, "processes and threads at once (the bound is 48)"),
-        (MEMORY_HOG, "GiB of memory together (the bound is 0.2 GiB)"),
+        (MEMORY_HOG, "MiB of memory together (the bound is 160 MiB)"),
         (DISK_FILLER, "MiB into its folders (the bound is 32 MiB)"),
+        (MANY_FILES, "files in its folders (the bound is 200)"),
         (FD_LEAK, "files open (the bound is 96)"),
     ],
-    ids=["fork loop", "memory hog", "disk filler", "fd leak"],
+    ids=["fork loop", "memory hog", "disk filler", "many files", "fd leak"],
 )
 def test_a_submission_past_a_bound_is_killed_with_its_reason(
     box, job, tmp_path, program, reason
@@ -175,3 +193,11 @@ def test_a_job_uid_reads_what_a_launch_needs(box, job, tmp_path):
     found, _, proc, output = run_watched(box, job, program, tmp_path)
     expected = job.get("ZEROBOOK_SANDBOX_UID", "1000")
     assert proc.returncode == 0 and output.split() == [expected], (found, output)
+
+
+def test_a_process_past_its_cpu_time_is_stopped_by_the_kernel(
+    box, job, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("ZEROBOOK_LIMIT_CPU_S", "1")
+    _, seconds, proc, output = run_watched(box, job, BUSY, tmp_path)
+    assert proc.returncode != 0 and seconds < 30, (proc.returncode, seconds, output)

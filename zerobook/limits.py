@@ -15,7 +15,7 @@ Each bound, and what enforces it (`mechanism()` says which is in force on this m
   long before real use; a plain sum of RSS counts a fork's pages once per child).
 - CPU time: RLIMIT_CPU per process (a launch's and a cell's time limits bound the rest).
 - disk: the sandbox's /tmp and /dev/shm are tmpfs of this size; the watchdog adds up the
-  bytes in the folders the sandboxes may write (RLIMIT_FSIZE caps a single file).
+  bytes and files in the folders the sandboxes may write (RLIMIT_FSIZE caps one file).
 - open files: RLIMIT_NOFILE per process, and the watchdog's bound on any one's count.
 The kernel's limits sit SLACK past the watchdog's: a loop that runs into them is seen.
 When a bound is passed the watchdog kills every process of the submission (SIGKILL: none
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, fields
 
 import psutil
 
-ENV_PREFIX = "ZEROBOOK_LIMIT_"  # then TASKS, MEMORY_MB, CPU_S, DISK_MB or FILES
+ENV_PREFIX = "ZEROBOOK_LIMIT_"  # then a Bounds field in capitals: TASKS, DISK_MB, ...
 JOB_ENV = "ZEROBOOK_SANDBOX_JOB"  # in a sandbox's bwrap environment: whose it is
 UID_ENV = "ZEROBOOK_SANDBOX_UID"  # the uid a root grader's sandboxes run as
 JOB_UIDS = range(61000, 61064)  # no user has them; one per concurrent job
@@ -49,6 +49,7 @@ class Bounds:
     memory_mb: int = 6144  # summed resident memory (Lab 0 graded: 1.1 GiB at most)
     cpu_s: int = 1800  # per process
     disk_mb: int = 1024  # the writable folders together; /tmp and /dev/shm each
+    disk_files: int = 20000  # files and folders in the writable folders together
     files: int = 1024  # open files of one process (Lab 0 graded: 62 at most)
 
     @classmethod
@@ -128,7 +129,7 @@ class Watchdog:
         self.marker, self.bounds, self.every = env[JOB_ENV], bounds, every
         self.uid = int(env[UID_ENV]) if UID_ENV in env else None
         self.reason: str | None = None
-        self.peak = {"tasks": 0, "memory_mb": 0, "disk_mb": 0, "files": 0}
+        self.peak = dict.fromkeys(REASONS, 0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -172,44 +173,14 @@ class Watchdog:
 
     def check(self, members, roots) -> str | None:
         """Why the job's processes are over a bound now, or None."""
-        b, tasks, rss, files = self.bounds, 0, 0, {}
-        for p in members:
-            try:
-                tasks += p.num_threads()
-                rss += p.memory_info().rss
-                files[p.pid] = p.num_fds()
-            except psutil.Error:
-                continue
-        if rss > b.memory_mb * MiB:  # pages shared (a fork's, a library's) counted once
-            rss = _proportional_memory(members)
-        disk = sum(_bytes_in(folder) for folder in writable_folders(roots))
-        now = {
-            "tasks": tasks,
-            "memory_mb": rss // MiB,
-            "disk_mb": disk // MiB,
-            "files": max(files.values(), default=0),
-        }
+        now = measure(members, roots, self.bounds)
         self.peak = {k: max(v, now[k]) for k, v in self.peak.items()}
-        if tasks > b.tasks:
-            return (
-                f"it ran {tasks} processes and threads at once (the bound is {b.tasks})"
-            )
-        if rss > b.memory_mb * MiB:
-            return (
-                f"its processes used {rss / 2**30:.1f} GiB of memory together "
-                f"(the bound is {b.memory_mb / 1024:.1f} GiB)"
-            )
-        if disk > b.disk_mb * MiB:
-            return (
-                f"it wrote {disk / MiB:.0f} MiB into its folders "
-                f"(the bound is {b.disk_mb} MiB)"
-            )
-        if now["files"] > b.files:
-            return (
-                f"one of its processes held {now['files']} files open "
-                f"(the bound is {b.files})"
-            )
-        return None
+        over = [k for k, bound in asdict(self.bounds).items() if now.get(k, 0) > bound]
+        return (
+            REASONS[over[0]].format(now[over[0]], getattr(self.bounds, over[0]))
+            if over
+            else None
+        )
 
     def kill(self, members=None) -> None:
         """SIGKILL every process of the job (and of its uid: kill_uid)."""
@@ -221,6 +192,41 @@ class Watchdog:
                 pass
         if self.uid is not None:
             kill_uid(self.uid)
+
+
+REASONS = {
+    "tasks": "it ran {} processes and threads at once (the bound is {})",
+    "memory_mb": "its processes used {} MiB of memory together (the bound is {} MiB)",
+    "disk_mb": "it wrote {} MiB into its folders (the bound is {} MiB)",
+    "disk_files": "it made {} files in its folders (the bound is {})",
+    "files": "one of its processes held {} files open (the bound is {})",
+}
+
+
+def measure(members, roots, bounds: Bounds) -> dict[str, int]:
+    """What the processes use now, in REASONS' terms: tasks, memory (MiB; shared pages
+    counted once past the plain sum's bound), the writable folders' MiB and files, and
+    the most files one process holds open."""
+    tasks, rss, files = 0, 0, [0]
+    for p in members:
+        try:
+            tasks += p.num_threads()
+            rss += p.memory_info().rss
+            files.append(p.num_fds())
+        except psutil.Error:
+            continue
+    if (
+        rss > bounds.memory_mb * MiB
+    ):  # pages shared (a fork's, a library's) counted once
+        rss = _proportional_memory(members)
+    written = [_used(folder) for folder in writable_folders(roots)]
+    return {
+        "tasks": tasks,
+        "memory_mb": rss // MiB,
+        "files": max(files),
+        "disk_mb": sum(b for b, _ in written) // MiB,
+        "disk_files": sum(n for _, n in written),
+    }
 
 
 def kill_uid(uid: int) -> None:
@@ -251,15 +257,17 @@ def writable_folders(roots) -> set[str]:
     return out
 
 
-def _bytes_in(folder: str) -> int:
-    total = 0
-    for where, _, names in os.walk(folder):
+def _used(folder: str) -> tuple[int, int]:
+    """Bytes on disk and files (and folders) under `folder`."""
+    total, count = 0, 0
+    for where, dirs, names in os.walk(folder):
+        count += len(dirs) + len(names)
         for name in names:
             try:
                 total += os.lstat(os.path.join(where, name)).st_blocks * 512
             except OSError:
                 pass
-    return total
+    return total, count
 
 
 def _proportional_memory(members) -> int:
