@@ -183,16 +183,19 @@ def test_a_submission_within_its_bounds_runs_untouched(box, job, tmp_path):
     assert found is None and proc.returncode == 0 and "fine" in output, (found, output)
 
 
-def test_a_job_uid_reads_what_a_launch_needs(box, job, tmp_path):
-    """torchrun's rendezvous resolves localhost (/etc/hosts, which bwrap's /etc must let the
-    job uid read), and the student's folder is the job's to write."""
+def test_a_job_uid_reads_what_a_launch_needs_and_nothing_more(box, job, tmp_path):
+    """torchrun's rendezvous resolves localhost (/etc/hosts, which bwrap's /etc must let
+    the job uid read), the student's folder is the job's to write, and the student has
+    no capability and cannot gain one (no setuid program works)."""
     program = (
         "import socket, os; socket.getaddrinfo('localhost', 29500);"
-        "open('mine.txt', 'w').write('ok'); print(os.getuid())"
+        "open('mine.txt', 'w').write('ok');"
+        "status = dict(l.split(':', 1) for l in open('/proc/self/status'));"
+        "print(os.getuid(), status['CapEff'].strip(), status['NoNewPrivs'].strip())"
     )
     found, _, proc, output = run_watched(box, job, program, tmp_path)
-    expected = job.get("ZEROBOOK_SANDBOX_UID", "1000")
-    assert proc.returncode == 0 and output.split() == [expected], (found, output)
+    expected = [job.get("ZEROBOOK_SANDBOX_UID", "1000"), "0" * 16, "1"]
+    assert proc.returncode == 0 and output.split() == expected, (found, output)
 
 
 def test_a_process_past_its_cpu_time_is_stopped_by_the_kernel(

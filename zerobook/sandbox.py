@@ -146,7 +146,7 @@ def as_student(uid: int | None, bounds) -> list[str]:
     if uid is None:
         return ["prlimit", f"--nproc={bounds.tasks + limits.SLACK}", "--"]
     return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--"]
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
 def folders_to(paths) -> list[str]:
