@@ -202,3 +202,20 @@ def test_a_launch_error_keeps_its_last_line_in_a_one_line_score_reason():
 
     reason = run_cell("raise RuntimeError('failed; last lines:\\nbwrap: no x')", {})
     assert reason == "RuntimeError: failed; last lines: bwrap: no x", reason
+
+
+def test_a_bubblewrap_too_old_for_the_bounds_is_named(tmp_path, monkeypatch):
+    from zerobook import sandbox
+
+    fake = tmp_path / "bwrap"  # bubblewrap 0.6: no --size
+    version = '[ "$1" = --version ] && echo "bubblewrap 0.6.2" && exit 0\n'
+    refuse = 'echo "bwrap: Unknown option --size" >&2\nexit 1\n'
+    fake.write_text("#!/bin/sh\n" + version + refuse)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    sandbox.available.cache_clear()
+    try:
+        why = sandbox.available()
+    finally:
+        sandbox.available.cache_clear()
+    assert why and "needs bubblewrap >= 0.7" in why and "bubblewrap 0.6.2" in why, why

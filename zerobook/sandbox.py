@@ -47,7 +47,12 @@ def available() -> str | None:
         return "bubblewrap is not installed (Debian package `bubblewrap`: apt-get install bubblewrap)"
     done = subprocess.run(command(["true"]), capture_output=True, text=True)
     if done.returncode:
-        return f"bwrap cannot make a sandbox here: {done.stderr.strip()[-300:]}"
+        why = f"bwrap cannot make a sandbox here: {done.stderr.strip()[-300:]}"
+        if "Unknown option" in done.stderr or "not permitted in setuid" in done.stderr:
+            version = subprocess.run([bwrap, "--version"], capture_output=True,
+                                     text=True).stdout.strip() or "an unknown version"
+            why += f" (zerobook needs bubblewrap >= 0.7, not setuid: {version})"
+        return why
     return None
 
 
