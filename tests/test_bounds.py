@@ -3,6 +3,7 @@ runs in a sandbox of a grading job whose bounds are set low here (tens of proces
 160 MiB), passes one of them slightly, is killed with its reason, and leaves no process
 behind: with a job uid (a root grader) and in a user namespace (any other user)."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -10,6 +11,8 @@ import time
 
 import psutil
 import pytest
+
+from zerobook.watchdog import Watchdog
 
 BOUNDS = {
     "tasks": 48,
@@ -90,6 +93,14 @@ def box():
     return sandbox
 
 
+@functools.cache
+def job_envs(mode: str) -> tuple:
+    """One job's environment per mode for this test process (its uid claimed once)."""
+    from zerobook import limits
+
+    return tuple(limits.job_env(0, limits.Bounds(**BOUNDS)).items())
+
+
 @pytest.fixture(params=["job uid", "user namespace"])
 def job(request, monkeypatch):
     """A grading job's environment, in this process (as zerobook.classroom gives its
@@ -98,7 +109,7 @@ def job(request, monkeypatch):
 
     if request.param == "job uid" and os.geteuid() != 0:
         pytest.skip("a job uid needs a root grader")
-    env = limits.job_env(3, limits.Bounds(**BOUNDS))
+    env = dict(job_envs(request.param))
     if request.param == "user namespace":
         env.pop(limits.UID_ENV, None)
     monkeypatch.delenv(limits.UID_ENV, raising=False)
@@ -113,7 +124,7 @@ def run_watched(box, job, program: str, folder) -> tuple:
 
     argv = box.command([sys.executable, "-c", program], writable=[folder])
     start = time.monotonic()
-    with limits.Watchdog(job, limits.Bounds(**BOUNDS)) as watchdog:
+    with Watchdog(job, limits.Bounds(**BOUNDS)) as watchdog:
         proc = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,
@@ -135,7 +146,7 @@ def survivors(job) -> list:
     """Processes of the job left running: its uid's, or under its sandboxes."""
     from zerobook import limits
 
-    watchdog = limits.Watchdog(job, limits.Bounds(**BOUNDS))
+    watchdog = Watchdog(job, limits.Bounds(**BOUNDS))
     return [
         p.pid
         for p in watchdog.members()[0]
@@ -204,3 +215,19 @@ def test_a_process_past_its_cpu_time_is_stopped_by_the_kernel(
     monkeypatch.setenv("ZEROBOOK_LIMIT_CPU_S", "1")
     _, seconds, proc, output = run_watched(box, job, BUSY, tmp_path)
     assert proc.returncode != 0 and seconds < 30, (proc.returncode, seconds, output)
+
+
+def test_two_graders_never_share_a_job_uid():
+    """RLIMIT_NPROC counts a uid's tasks and the watchdog kills a uid's processes: two
+    grading processes on one machine (two courses, two test workers) must hold two."""
+    from zerobook import limits
+
+    if os.geteuid() != 0:
+        pytest.skip("job uids are a root grader's")
+    mine = dict(job_envs("job uid"))[limits.UID_ENV]
+    claim = "from zerobook import limits; print(limits.claim_uid())"
+    other = subprocess.run(
+        [sys.executable, "-c", claim], capture_output=True, text=True
+    )
+    assert other.returncode == 0, other.stderr[-2000:]
+    assert other.stdout.strip() != mine and int(other.stdout) in limits.JOB_UIDS

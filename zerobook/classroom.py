@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerobook import clean_score, feedback, run_cache, sandbox
-from zerobook.limits import Bounds, Watchdog, job_env, mechanism
+from zerobook.limits import Bounds, job_env, mechanism
+from zerobook.watchdog import Watchdog
 from zerobook.grading import COURSE_ROOT_ENV, PART_TIMEOUT_ENV
 
 STATE = "grading_state.json"  # lab -> student -> digest of what was graded (submission + course notebook)
@@ -154,7 +155,7 @@ class Grader:
         self.lock = threading.Lock()  # the gradebook (SQLite): one job at a time
         self.bounds, self.slots = Bounds.from_env(), queue.SimpleQueue()
         for slot in range(max(1, jobs)):  # a uid and a watchdog per concurrent job
-            self.slots.put(slot)
+            self.slots.put(job_env(slot, self.bounds))
         self.kernels = None
         if not sandboxed:  # the clean runs' ranks and function servers too (zerobook.sandbox.OFF_ENV)
             os.environ[sandbox.OFF_ENV] = "1"
@@ -164,16 +165,15 @@ class Grader:
     def submission(self, lab: str, student: str) -> Outcome:
         """One student's lab, timed, within its bounds (zerobook.limits: a watchdog
         stops it, and that is its failure): see grade_one."""
-        start, slot = time.monotonic(), self.slots.get()
+        start, job = time.monotonic(), self.slots.get()
         try:
-            job = job_env(slot, self.bounds)
             with Watchdog(job, self.bounds) as watchdog:
                 outcome = self.grade_one(Outcome(student, lab), job, watchdog)
             if watchdog.reason:
                 reason = f"stopped: {watchdog.reason}"
                 outcome = self.failed(Outcome(student, lab), reason)
         finally:
-            self.slots.put(slot)
+            self.slots.put(job)
         outcome.seconds, outcome.peak = time.monotonic() - start, watchdog.peak
         return outcome
 
