@@ -95,10 +95,14 @@ def box():
 
 @functools.cache
 def job_envs(mode: str) -> tuple:
-    """One job's environment per mode for this test process (its uid claimed once)."""
+    """One job's environment per mode for this test process: a claimed uid (claimed
+    once), or none (the caller's user namespace, as for a grader that is not root)."""
     from zerobook import limits
 
-    return tuple(limits.job_env(0, limits.Bounds(**BOUNDS)).items())
+    bounds = limits.Bounds(**BOUNDS)
+    if mode == "job uid":
+        return tuple(limits.job_env(0, bounds).items())
+    return ((limits.JOB_ENV, f"{os.getpid()}-userns"), *bounds.env().items())
 
 
 @pytest.fixture(params=["job uid", "user namespace"])
@@ -110,8 +114,6 @@ def job(request, monkeypatch):
     if request.param == "job uid" and os.geteuid() != 0:
         pytest.skip("a job uid needs a root grader")
     env = dict(job_envs(request.param))
-    if request.param == "user namespace":
-        env.pop(limits.UID_ENV, None)
     monkeypatch.delenv(limits.UID_ENV, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
