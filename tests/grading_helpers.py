@@ -21,12 +21,17 @@ def sandbox_or_not() -> list[str]:
     return ["--no-sandbox"] if why else []
 
 
-def run_grading(*args, root, check: bool = True) -> subprocess.CompletedProcess:
-    """`python -m zerobook.grading ARGS --root ROOT` (what `make release` / `make grade` run);
-    grade without the sandbox where bubblewrap does not work here (sandbox_or_not)."""
+def run_grading(*args, root, check: bool = True,
+                env=None) -> subprocess.CompletedProcess:
+    """`python -m zerobook.grading ARGS --root ROOT` (what `make release` / `make grade`
+    run), `env` added to its environment; grade without the sandbox where bubblewrap
+    does not work here (sandbox_or_not)."""
+    import os
+
     extra = sandbox_or_not() if args and args[0] == "grade" else []
     done = subprocess.run([sys.executable, "-m", "zerobook.grading", *args, *extra, "--root", str(root)],
-                          cwd=ROOT, timeout=900, capture_output=True, text=True)
+                          cwd=ROOT, timeout=900, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
     if check and done.returncode:
         raise AssertionError(f"grading {args} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return done

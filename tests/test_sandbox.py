@@ -143,3 +143,79 @@ def test_a_report_file_written_by_hand_is_tampering(guarded):
     (folder / f"rank{dist.this_rank()}.json").write_text(json.dumps({"total": 10}))
     with pytest.raises(TamperError, match="written by something other"):
         report_guard.verify_written(folder, dist.this_rank())
+
+
+LAYOUT_PROBE = """
+import subprocess, sys
+from zerobook import sandbox
+inside = "import sys, zerobook; print(sys.prefix, zerobook.__file__)"
+argv = sandbox.command([sys.executable, "-c", inside], writable=[sys.argv[1]])
+done = subprocess.run(argv, capture_output=True, text=True)
+print(done.returncode, done.stdout.strip(), done.stderr.strip()[-500:])
+"""
+
+
+def probe_layout(python, cwd, folder) -> list[str]:
+    """LAYOUT_PROBE run by `python` from `cwd`: exit code, sys.prefix and zerobook's
+    file as a sandboxed process sees them."""
+    done = subprocess.run([str(python), "-c", LAYOUT_PROBE, str(folder)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()
+
+
+def test_a_clone_whose_venv_links_to_a_shared_one_runs_in_the_sandbox(box, tmp_path):
+    shared = Path(sys.prefix).resolve()
+    clone, student = tmp_path / "clone", tmp_path / "student"  # student: bound
+    clone.mkdir()
+    student.mkdir()
+    (clone / ".venv").symlink_to(shared)  # the instructor's shared environment
+    seen = probe_layout(clone / ".venv" / "bin" / "python", clone, student)
+    assert seen[:2] == ["0", str(shared)], seen  # the venv's real path: bound and used
+
+
+def test_an_editable_install_of_another_checkout_is_bound_in_the_sandbox(box, tmp_path):
+    import shutil
+
+    import zerobook
+
+    installed = Path(zerobook.__file__).resolve()  # the venv's editable install
+    clone, student = tmp_path / "clone", tmp_path / "student"  # grading runs in clone
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(installed.parent, clone / "zerobook", ignore=skip)  # another copy
+    student.mkdir()
+    seen = probe_layout(sys.executable, clone, student)
+    assert seen[0] == "0" and seen[2] == str(installed), seen
+
+
+def test_a_sandbox_that_cannot_start_says_why_in_the_launch_error(box, tmp_path):
+    from zerobook.launch import LaunchError, torchrun
+
+    with pytest.raises(LaunchError) as failed:
+        torchrun("zerobook.runs.hello", nproc=1, timeout=60, echo=False,
+                 sandbox=[tmp_path / "missing"])
+    assert "bwrap: Can't find source path" in str(failed.value), str(failed.value)
+
+
+def test_a_launch_error_keeps_its_last_line_in_a_one_line_score_reason():
+    from zerobook.clean_score import run_cell
+
+    reason = run_cell("raise RuntimeError('failed; last lines:\\nbwrap: no x')", {})
+    assert reason == "RuntimeError: failed; last lines: bwrap: no x", reason
+
+
+def test_a_bubblewrap_too_old_for_the_bounds_is_named(tmp_path, monkeypatch):
+    from zerobook import sandbox
+
+    fake = tmp_path / "bwrap"  # bubblewrap 0.6: no --size
+    version = '[ "$1" = --version ] && echo "bubblewrap 0.6.2" && exit 0\n'
+    refuse = 'echo "bwrap: Unknown option --size" >&2\nexit 1\n'
+    fake.write_text("#!/bin/sh\n" + version + refuse)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    sandbox.available.cache_clear()
+    try:
+        why = sandbox.available()
+    finally:
+        sandbox.available.cache_clear()
+    assert why and "needs bubblewrap >= 0.7" in why and "bubblewrap 0.6.2" in why, why

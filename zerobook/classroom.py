@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerobook import clean_score, feedback, run_cache, sandbox
+from zerobook.limits import Bounds, job_env, mechanism
+from zerobook.watchdog import Watchdog
 from zerobook.grading import COURSE_ROOT_ENV, PART_TIMEOUT_ENV
 
 STATE = "grading_state.json"  # lab -> student -> digest of what was graded (submission + course notebook)
@@ -50,17 +53,18 @@ class Outcome:
     failure: str | None = None
     flags: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    peak: dict = field(default_factory=dict)  # the most it used at once (limits)
 
 
 def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, timeout=SUBMISSION_TIMEOUT_S,
-             part_s=None, replays: str | None = None) -> str:
+             part_s=None, replays: str | None = None, job: dict | None = None) -> str:
     """Run one nbgrader command in labs/ (its config) on course directory `root`, kernels in
     `sandbox`'s kernelspec (zerobook.sandbox) if given, launches stopped after `part_s`; its
-    output; StepFailed if it fails."""
+    output; StepFailed if it fails. job: the grading job's environment."""
     bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
                **{COURSE_ROOT_ENV: str(root.resolve())}, **({PART_TIMEOUT_ENV: str(part_s)} if part_s else {}),
-               **({run_cache.CACHE_ENV: replays} if replays else {}))
+               **({run_cache.CACHE_ENV: replays} if replays else {}), **(job or {}))
     extra = []
     with tempfile.TemporaryDirectory(prefix="zerobook-kernel-") as runtime:
         if sandbox is not None:  # ipc sockets in a folder of this call's own: the kernel has no network
@@ -97,13 +101,15 @@ def digest(labs: Path, root: Path, lab: str, student: str) -> str:
     return h.hexdigest()
 
 
-def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None, replays: str | None = None) -> dict:
+def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None,
+              replays: str | None = None, job: dict | None = None) -> dict:
     """zerobook.clean_score on `notebook`, in a private scratch folder: {grade_id: result};
     limits: {"part_s", "cell_s"} (lab_limits); replays: a folder to record its launches in
     (zerobook.run_cache), for the kernel to replay."""
     env = dict(os.environ, **({PART_TIMEOUT_ENV: str(limits["part_s"]),
                                clean_score.CELL_TIMEOUT_ENV: str(limits["cell_s"])} if limits else {}),
-               **({run_cache.CACHE_ENV: replays, run_cache.WRITE_ENV: "1"} if replays else {}))
+               **({run_cache.CACHE_ENV: replays, run_cache.WRITE_ENV: "1"}
+                  if replays else {}), **(job or {}))
     budget = limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="zerobook-clean-") as scratch:
         work, result = Path(scratch) / "work", Path(scratch) / "result.json"
@@ -144,8 +150,13 @@ def lab_limits(labs: Path, root: Path, lab: str) -> dict:
 class Grader:
     """Grades submissions of a course, one pipeline per submission (several at once with jobs)."""
 
-    def __init__(self, labs: Path, root: Path, sandboxed: bool = True, limits: dict | None = None):
-        self.labs, self.root, self.lock, self.limits = labs, root, threading.Lock(), limits or {}
+    def __init__(self, labs: Path, root: Path, sandboxed: bool = True,
+                 limits: dict | None = None, jobs: int = 1):
+        self.labs, self.root, self.limits = labs, root, limits or {}
+        self.lock = threading.Lock()  # the gradebook (SQLite): one job at a time
+        self.bounds, self.slots = Bounds.from_env(), queue.SimpleQueue()
+        for slot in range(max(1, jobs)):  # a uid and a watchdog per concurrent job
+            self.slots.put(job_env(slot, self.bounds))
         self.kernels = None
         if not sandboxed:  # the clean runs' ranks and function servers too (zerobook.sandbox.OFF_ENV)
             os.environ[sandbox.OFF_ENV] = "1"
@@ -153,14 +164,23 @@ class Grader:
             self.kernels = sandbox.kernelspec(Path(tempfile.mkdtemp(prefix="zerobook-kernelspec-")))
 
     def submission(self, lab: str, student: str) -> Outcome:
-        """One student's lab, timed: see grade_one."""
-        start = time.monotonic()
-        outcome = self.grade_one(Outcome(student, lab))
-        outcome.seconds = time.monotonic() - start
+        """One student's lab, timed, within its bounds (zerobook.limits: a watchdog
+        stops it, and that is its failure): see grade_one."""
+        start, job = time.monotonic(), self.slots.get()
+        try:
+            with Watchdog(job, self.bounds) as watchdog:
+                outcome = self.grade_one(Outcome(student, lab), job, watchdog)
+            if watchdog.reason:
+                reason = f"stopped: {watchdog.reason}"
+                outcome = self.failed(Outcome(student, lab), reason)
+        finally:
+            self.slots.put(job)
+        outcome.seconds, outcome.peak = time.monotonic() - start, watchdog.peak
         return outcome
 
-    def grade_one(self, outcome: Outcome) -> Outcome:
-        """Autograde (sandboxed) beside the clean run, reconcile, feedback."""
+    def grade_one(self, outcome: Outcome, job=None, watchdog=None) -> Outcome:
+        """Autograde (sandboxed) beside the clean run, reconcile, feedback; a submission
+        the watchdog stopped in its clean run is not autograded."""
         lab, student = outcome.lab, outcome.student
         notebook = self.root / "submitted" / student / lab / f"{lab}.ipynb"
         try:
@@ -168,9 +188,12 @@ class Grader:
         except (OSError, ValueError) as exc:
             return self.failed(outcome, f"{notebook.name} is not a notebook (not valid JSON: {exc})")
         with tempfile.TemporaryDirectory(prefix="zerobook-replay-") as replays:  # zerobook.run_cache
-            clean = clean_run(self.labs, lab, notebook, self.limits.get(lab), replays)
+            clean = clean_run(self.labs, lab, notebook, self.limits.get(lab), replays,
+                              job)
+            if watchdog is not None and watchdog.reason:
+                return outcome
             try:
-                self.autograde(lab, student, replays)
+                self.autograde(lab, student, replays, job)
             except StepFailed as exc:
                 return self.failed(outcome, str(exc))
         if "error" in clean:
@@ -180,26 +203,24 @@ class Grader:
         outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
         feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb")
         try:
-            nbgrader(self.labs, self.root, "generate_feedback", lab, "--force", "--student", student)
+            with self.lock:
+                nbgrader(self.labs, self.root, "generate_feedback", lab, "--force",
+                         "--student", student)
         except StepFailed as exc:
             return self.failed(outcome, f"its feedback could not be made: {exc}")
         return outcome
 
-    def autograde(self, lab: str, student: str, replays: str, tries: int = 3) -> None:
-        """nbgrader autograde of one submission, its launches replayed from the clean run's; a busy
-        gradebook (another job writing) is retried."""
-        for attempt in range(tries):
-            try:
-                limits = self.limits.get(lab)
-                cell_limit = [f"--Execute.timeout={limits['cell_s']}"] if limits else []
-                nbgrader(self.labs, self.root, "autograde", lab, "--force", "--student", student, *cell_limit,
-                         sandbox=self.kernels, part_s=limits and limits["part_s"], replays=replays,
-                         timeout=limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S)
-                return
-            except StepFailed as exc:
-                if "database is locked" not in str(exc) or attempt == tries - 1:
-                    raise
-                time.sleep(1 + attempt)
+    def autograde(self, lab: str, student: str, replays: str, job=None) -> None:
+        """nbgrader autograde of one submission, its launches replayed from the clean
+        run's; one at a time (each writes the gradebook, a SQLite file: one writer,
+        never "database is locked"), while other jobs' clean runs go on."""
+        limits = self.limits.get(lab)
+        cell_limit = [f"--Execute.timeout={limits['cell_s']}"] if limits else []
+        with self.lock:
+            nbgrader(self.labs, self.root, "autograde", lab, "--force", "--student",
+                     student, *cell_limit, sandbox=self.kernels, replays=replays,
+                     job=job, part_s=limits and limits["part_s"],
+                     timeout=limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S)
 
     def failed(self, outcome: Outcome, reason: str) -> Outcome:
         outcome.failure = reason
@@ -265,7 +286,8 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
     for lab, limit in limits.items():
         print(f"{lab}: the reference takes {limit['reference_s']} s here; limits: {limit['part_s']} s a launch, "
               f"{limit['cell_s']} s a test cell", flush=True)
-    grader = Grader(labs, root, sandboxed, limits)
+    print(mechanism() if sandboxed else "no bounds: --no-sandbox", flush=True)
+    grader = Grader(labs, root, sandboxed, limits, jobs)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         outcomes = list(pool.map(lambda job: grader.submission(job[0], job[1]), todo))
     state = load_state(root)
@@ -283,7 +305,10 @@ def summarize(outcomes: list[Outcome], unchanged: int, scores: Path, root: Path)
     print(f"graded {len(outcomes)} submission(s); {unchanged} unchanged since last graded (--all regrades them)")
     print(f"scores: {scores}\nfeedback: {root / 'feedback'}")
     for o in outcomes:
-        print(f"{o.student} / {o.lab}: {'not graded' if o.failure else 'graded'} in {o.seconds:.0f} s")
+        used = ", ".join(f"{k} {v}" for k, v in o.peak.items())
+        done = "not graded" if o.failure else "graded"
+        print(f"{o.student} / {o.lab}: {done} in {o.seconds:.0f} s"
+              + (f" (at most: {used})" if used else ""))
         for flag in o.flags:
             print(f"FLAGGED: {o.student} / {o.lab}: {flag}")
         if o.failure:

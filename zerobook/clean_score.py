@@ -166,10 +166,20 @@ def run_cell(source: str, namespace: dict) -> str | None:
         exec(compile(source, "test", "exec"), namespace)
         return None
     except BaseException as exc:  # noqa: BLE001 - every failure scores 0 and says why
-        return f"{type(exc).__name__}: {exc}".splitlines()[0][:500] if str(exc) else type(exc).__name__
+        kind = type(exc).__name__
+        return one_line(f"{kind}: {exc}") if str(exc) else kind
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+def one_line(message: str, limit: int = 500) -> str:
+    """A message's first line and, if it has more, its last (a launch error's last
+    line is what its ranks or the sandbox said last): at most `limit` characters."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    text = lines[0] if len(lines) < 2 else f"{lines[0]} {lines[-1]}"
+    half = limit // 2
+    return text if len(text) <= limit else f"{text[:half]} ... {text[-half:]}"
 
 
 def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:

@@ -58,7 +58,8 @@ def raise_if_unfinished(report_dir: str, tokens: dict[int, set[str]], stream, ta
         if not (done.exists() and done.read_text() in valid):
             raise LaunchError(f"rank {rank} ended before {target} finished, with no error: something in "
                               f"it ended the process early (os._exit, say), so its results do not count; "
-                              f"its last lines:\n{stream.tail(rank)}", rank=rank, log="\n".join(stream.log))
+                              f"its last lines:\n{last_lines(stream, rank)}", rank=rank,
+                              log="\n".join(stream.log))
 
 
 def raise_if_failed(report_dir: str, stream, target: str) -> None:
@@ -80,7 +81,7 @@ def raise_if_failed(report_dir: str, stream, target: str) -> None:
         rank = min(killed)
         also = f" (then rank(s) {sorted(recorded)} lost it)" if recorded else ""
         raise LaunchError(f"rank {rank} died: killed by {killed[rank]}{also}; its last lines:\n"
-                          f"{stream.tail(rank)}", rank=rank, log=log)
+                          f"{last_lines(stream, rank)}", rank=rank, log=log)
     if failures:
         first = failures[0]
         also = f" (then rank(s) {sorted(recorded[1:])} failed too)" if recorded[1:] else ""
@@ -91,9 +92,17 @@ def raise_if_failed(report_dir: str, stream, target: str) -> None:
     if stream.returncode:
         rank, how = root_cause(stream.agent)
         where = f"rank {rank}" if rank is not None else "torchrun"
-        tail = stream.tail(rank) if rank is not None else "\n".join(stream.agent[-TAIL_LINES:])
+        tail = last_lines(stream, rank)
         raise LaunchError(f"{where} failed running {target} ({how or f'exit code {stream.returncode}'}); "
                           f"last lines:\n{tail}", rank=rank, log=log)
+
+
+def last_lines(stream, rank: int | None) -> str:
+    """Rank `rank`'s last lines; else what torchrun and the sandbox printed (bwrap's own
+    errors among them); never nothing."""
+    tail = stream.tail(rank) if rank is not None else ""
+    tail = tail.strip() or "\n".join(stream.agent[-TAIL_LINES:]).strip()
+    return tail or "(none: nothing was printed)"
 
 
 MISMATCH = re.compile(r"Rank (\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(\d+), "

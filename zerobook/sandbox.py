@@ -1,16 +1,21 @@
-"""A sandbox per submission (bubblewrap, `bwrap`): what a student's code can see and touch while
-the instructor grades it.
+"""A sandbox per submission (bubblewrap, `bwrap`): what a student's code can see and
+touch while the instructor grades it.
 
-    command(["python", "-c", "..."], writable=[submission_dir])   # an argv that runs inside
-    python -m zerobook.sandbox kernel -f CONNECTION_FILE           # a Jupyter kernel inside (grading)
+    command(["python", "-c", "..."], writable=[submission_dir])  # an argv to run
+    python -m zerobook.sandbox kernel -f CONNECTION_FILE          # a kernel inside
 
-Inside: the system's programs and libraries, the interpreter, the venv and the zerobook package,
-all read-only; the folders named `writable` (the submission's own copy) read-write; a private
-/tmp and HOME; nothing else of the course (no labs/, no other submissions, no gradebook, no
-ZEROBOOK_COURSE_ROOT). Namespaces: a network with only loopback (gloo still works over it), a PID
-namespace (every process the submission starts dies with the sandbox), its own user (an
-unprivileged uid, no capabilities). Limits: address space and file size per process (LIMITS);
-time is the caller's (a cell's timeout, a launch's timeout). Linux only; `available()` says why not.
+Inside: the system's programs and libraries, the interpreter, the venv and the zerobook
+package, all read-only (at their real paths: a venv may be a link to a shared one, an
+editable install may point at another checkout); the folders named `writable` (the
+submission's own copy) read-write; a private /tmp and /dev/shm (tmpfs of the
+submission's disk bound) and HOME; nothing else of the course (no labs/, no other
+submissions, no gradebook, no ZEROBOOK_COURSE_ROOT). Namespaces: a network with only
+loopback (gloo still works over it), a PID namespace (every process the submission
+starts dies with the sandbox), and an unprivileged user with no capabilities: a root
+grader's job uid (zerobook.limits), else uid UID of a user namespace. Limits: address
+space and file size per process (LIMITS), the submission's bounds (zerobook.limits: per
+process here, all its processes together by the grader's watchdog); time is the
+caller's (a cell's timeout, a launch's timeout). Linux only; `available()` says why not.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from zerobook import limits
 
 ETC = ["passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
        "alternatives", "fonts"]  # what programs read from /etc: not shadow, not the machine's secrets
@@ -40,16 +47,39 @@ def available() -> str | None:
         return "bubblewrap is not installed (Debian package `bubblewrap`: apt-get install bubblewrap)"
     done = subprocess.run(command(["true"]), capture_output=True, text=True)
     if done.returncode:
-        return f"bwrap cannot make a sandbox here: {done.stderr.strip()[-300:]}"
+        why = f"bwrap cannot make a sandbox here: {done.stderr.strip()[-300:]}"
+        if "Unknown option" in done.stderr or "not permitted in setuid" in done.stderr:
+            version = subprocess.run([bwrap, "--version"], capture_output=True,
+                                     text=True).stdout.strip() or "an unknown version"
+            why += f" (zerobook needs bubblewrap >= 0.7, not setuid: {version})"
+        return why
     return None
 
 
 def read_only_roots() -> list[str]:
     """The interpreter, the venv and the zerobook package (real paths): what Python needs."""
+    found = (sys.prefix, sys.base_prefix, *package_folders())
+    roots = {os.path.realpath(p) for p in found}
+    return sorted(
+        r for r in roots if not any(r != o and r.startswith(o + os.sep) for o in roots)
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def package_folders() -> list[str]:
+    """zerobook's folder as this process imported it, and as this interpreter finds it
+    from elsewhere (an editable install may point at another checkout than the one
+    grading runs in)."""
     import zerobook
 
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, Path(zerobook.__file__).parent)}
-    return sorted(r for r in roots if not any(r != o and r.startswith(o + os.sep) for o in roots))
+    found = [str(Path(zerobook.__file__).parent)]
+    done = subprocess.run(
+        [sys.executable, "-c", "import zerobook; print(zerobook.__file__)"],
+        cwd="/", env=passed_env(os.environ), capture_output=True, text=True,
+    )
+    if done.returncode == 0 and done.stdout.strip():
+        found.append(str(Path(done.stdout.strip()).parent))
+    return found
 
 
 def system_binds() -> list[str]:
@@ -61,6 +91,7 @@ def system_binds() -> list[str]:
             args += ["--symlink", os.readlink(name), name]
         elif os.path.isdir(name):
             args += ["--ro-bind", name, name]
+    args += ["--perms", "0755", "--dir", "/etc"]  # else root's only: a job uid reads it
     for name in ETC:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -78,30 +109,95 @@ def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | No
     """`argv` wrapped in bwrap: the sandbox above, with `writable` folders bound read-write at
     their own paths, `cwd` (default: the first writable one) as its working directory; inside,
     only passed_env(environ) (default: this process's), HOME and the caches in its private /tmp,
-    and `env`. With OFF_ENV=1 in this process's environment: argv itself, unsandboxed."""
+    and `env`. With OFF_ENV=1 in this process's environment: argv itself, unsandboxed.
+    A root grader's job uid (zerobook.limits.job_uid) is given the writable folders and
+    the readable files, and the processes inside run as it."""
     if os.environ.get(OFF_ENV) == "1":
         return list(argv)
-    args = ["bwrap", "--unshare-all", "--uid", str(UID), "--gid", str(UID), "--die-with-parent",
-            "--cap-drop", "ALL", *system_binds(), "--tmpfs", "/tmp"]  # /tmp first: a venv may live under it
-    for root in read_only_roots():
-        args += ["--ro-bind", root, root]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
-    for folder in writable:
-        real = os.path.realpath(folder)
-        args += ["--bind", real, real]
-    for path in readable:  # single files, read-only (a kernel's connection file)
-        real = os.path.realpath(path)
-        args += ["--ro-bind", real, real]
+    uid, bounds = limits.job_uid(), limits.Bounds.from_env()
+    args = ["bwrap", *namespaces(uid), "--die-with-parent", *system_binds()]
+    args += tmpfs("/tmp", bounds)  # first: a venv may live under /tmp
+    binds = [("--ro-bind", root) for root in read_only_roots()]
+    binds += [("--bind", os.path.realpath(folder)) for folder in writable]
+    binds += [("--ro-bind", os.path.realpath(path)) for path in readable]  # files
+    args += [*folders_to(path for _, path in binds), "--proc", "/proc", "--dev", "/dev"]
+    args += tmpfs("/dev/shm", bounds)
+    args += [a for how, path in binds for a in (how, path, path)]
+    if uid is not None:
+        for path in [*writable, *readable]:
+            os.chown(path, uid, uid)
     where = cwd or (os.path.realpath(writable[0]) if writable else "/tmp")
     inside = {**passed_env(os.environ if environ is None else environ), "HOME": "/tmp/home",
               "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "TMPDIR": "/tmp", **(env or {})}
     args += ["--chdir", where, "--clearenv"] + [a for k, v in inside.items() for a in ("--setenv", k, str(v))]
-    return args + ["--", *argv]
+    return args + ["--", *as_student(uid, bounds), *inside_argv(argv)]
+
+
+def namespaces(uid: int | None) -> list[str]:
+    """Every namespace; the user namespace (uid UID inside, the caller outside) unless a
+    root grader gave a job uid, which as_student switches to inside instead (a user
+    namespace would map the student to root outside, whom RLIMIT_NPROC never counts)."""
+    if uid is None:
+        return ["--unshare-all", "--uid", str(UID), "--gid", str(UID),
+                "--cap-drop", "ALL"]
+    return ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try"]
+
+
+def as_student(uid: int | None, bounds) -> list[str]:
+    """The start of the command inside: become the job's uid with no capabilities (a
+    root grader); else bound the tasks of the sandbox's own user namespace (RLIMIT_NPROC
+    set inside it counts only its processes)."""
+    if uid is None:
+        return ["prlimit", f"--nproc={bounds.tasks + limits.SLACK}", "--"]
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+
+def folders_to(paths) -> list[str]:
+    """The folders on the way to `paths` that only the sandbox has, made traversable by
+    anyone (bwrap makes them for root only; a job uid inside must pass through them)."""
+    paths = sorted(set(paths))
+    way = {str(p) for path in paths for p in Path(path).parents}
+    way = sorted(
+        w for w in way - {"/", "/tmp"}
+        if not any(w == p or w.startswith(p + os.sep) for p in paths)
+    )
+    return [a for w in way for a in ("--perms", "0755", "--dir", w)]
+
+
+def tmpfs(path: str, bounds) -> list[str]:
+    """A private tmpfs at `path`, writable by anyone inside, the disk bound's size."""
+    size = str(bounds.disk_mb * limits.MiB)
+    return ["--perms", "1777", "--size", size, "--tmpfs", path]
+
+
+def inside_argv(argv: list[str]) -> list[str]:
+    """argv with this interpreter named by its path inside (interpreter())."""
+    return [interpreter() if a == sys.executable else a for a in argv]
+
+
+def interpreter() -> str:
+    """This interpreter as the sandbox has it: in its environment's real folder (a venv
+    that is a symbolic link is bound at its real path), never resolved past it
+    (bin/python links out of the venv to the system's interpreter)."""
+    exe = os.path.abspath(sys.executable)
+    if exe.startswith(sys.prefix + os.sep):
+        inside_venv = os.path.relpath(exe, sys.prefix)
+        return os.path.join(os.path.realpath(sys.prefix), inside_venv)
+    return os.path.realpath(exe)
 
 
 def set_limits() -> None:
-    """preexec_fn for the sandbox's process: the per-process limits of LIMITS."""
-    for limit, value in LIMITS.items():
+    """preexec_fn for the sandbox's process: the per-process limits of LIMITS, and the
+    submission's bounds that are per process (zerobook.limits): CPU time, open files,
+    and (for a job uid, which as_student switches to inside) its tasks."""
+    bounds = limits.Bounds.from_env()
+    more = {resource.RLIMIT_CPU: bounds.cpu_s,
+            resource.RLIMIT_NOFILE: bounds.files + limits.SLACK}
+    if limits.job_uid() is not None:
+        more[resource.RLIMIT_NPROC] = bounds.tasks + limits.SLACK
+    for limit, value in {**LIMITS, **more}.items():
         resource.setrlimit(limit, (value, value))
 
 

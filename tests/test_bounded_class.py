@@ -1,0 +1,147 @@
+"""A class of Lab 0 graded with low bounds (`--jobs 2`): four students whose functions are
+right and whose rank 0 also forks until refused, allocates and touches more memory than
+the bound, fills its folder and /tmp, or opens files until refused. Each scores 0, its
+reason named; the reference is graded in full; nothing any of them started survives; and
+the class does not wait for a killed submission's sleeping children. An untouched
+release is autograded beside the reference (two jobs, one gradebook: one writer).
+
+One grading run for the module (its own course directory); each test reads what it left.
+"""
+
+import csv
+import re
+import time
+
+import psutil
+import pytest
+from conftest import ROOT
+from grading_helpers import run_grading
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bounded")]
+
+LAB = "setup_check"
+SOURCE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
+# Lab 0's reference, graded, used at most 25 tasks, 1.1 GiB (summed RSS) and 62 files in a
+# process (measured here, 2 busy cores): the bounds leave it room, the hogs pass them.
+BOUNDS = {"TASKS": "160", "MEMORY_MB": "1536", "DISK_MB": "48", "FILES": "256"}
+ON_RANK_0 = 'import os as _os\nif _os.environ.get("RANK") == "0":\n'
+HOGS = {
+    "fork_loop": """
+    import time
+    try:
+        while True:
+            if _os.fork() == 0:
+                time.sleep(120)
+                _os._exit(0)
+    except OSError:
+        pass
+""",
+    "memory_hog": """
+    _held = [bytearray(b"x" * (64 << 20)) for _ in range(12)]  # 0.75 GiB, touched
+""",
+    "disk_filler": """
+    for _where in (".", "/tmp"):
+        try:
+            for _i in range(8):  # 8 x 16 MiB into each
+                with open(f"{_where}/fill{_i}.bin", "wb") as _f:
+                    _f.write(b"x" * (16 << 20))
+        except OSError:
+            pass
+    import time
+    time.sleep(5)
+""",
+    "fd_leak": """
+    _files = []
+    try:
+        while True:
+            _files.append(open("/dev/null"))
+    except OSError:
+        pass
+    import time
+    time.sleep(5)
+""",
+}
+REASONS = {
+    "fork_loop": "processes and threads at once (the bound is 160)",
+    "memory_hog": "of memory together (the bound is 1536 MiB)",
+    "disk_filler": "MiB into its folders (the bound is 48 MiB)",
+    "fd_leak": "files open (the bound is 256)",
+}
+
+
+def with_hog(notebook: str, hog: str) -> str:
+    """The reference notebook, its rank script running `hog` on rank 0 when imported."""
+    import json
+
+    nb = json.loads(notebook)
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script":
+            cell["source"] = "".join(cell["source"]) + "\n" + ON_RANK_0 + hog
+    return json.dumps(nb)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    from grading_helpers import sandbox_or_not
+
+    if sandbox_or_not():
+        pytest.skip("bubblewrap does not work here: bounds are enforced in the sandbox")
+    root = tmp_path_factory.mktemp("bounded")
+    run_grading("release", "--only", LAB, root=root)
+    solution = SOURCE.read_text()
+    release = (root / "release" / LAB / f"{LAB}.ipynb").read_text()
+    for student, notebook in {
+        "reference": solution,
+        "untouched": release,
+        **{name: with_hog(solution, hog) for name, hog in HOGS.items()},
+    }.items():
+        folder = root / "submitted" / student / LAB
+        folder.mkdir(parents=True)
+        (folder / f"{LAB}.ipynb").write_text(notebook)
+    start = time.monotonic()
+    env = {f"ZEROBOOK_LIMIT_{k}": v for k, v in BOUNDS.items()}
+    done = run_grading("grade", "--jobs", "2", root=root, check=False, env=env)
+    return root, done, time.monotonic() - start
+
+
+def scores(root) -> dict[str, float]:
+    with open(root / "grades.csv") as f:
+        return {r["student_id"]: float(r["score"]) for r in csv.DictReader(f)}
+
+
+def test_the_mechanism_in_force_is_said(graded):
+    _, done, _ = graded
+    assert "bounds: tasks by RLIMIT_NPROC" in done.stdout, done.stdout[-3000:]
+
+
+@pytest.mark.parametrize("student", sorted(HOGS))
+def test_a_submission_past_a_bound_scores_zero_with_its_reason(graded, student):
+    root, done, _ = graded
+    line = f"NOT GRADED: {student} / {LAB}: stopped: "
+    assert line in done.stdout and REASONS[student] in done.stdout, done.stdout[-4000:]
+    assert scores(root)[student] == 0
+    page = (root / "feedback" / student / LAB / f"{LAB}.html").read_text()
+    assert REASONS[student] in page
+
+
+def test_everyone_else_is_graded_with_one_writer_of_the_gradebook(graded):
+    root, done, _ = graded
+    assert scores(root)["reference"] == 5, done.stdout[-4000:]
+    assert scores(root)["untouched"] == 0
+    for student in ("reference", "untouched"):
+        assert f"{student} / {LAB}: graded" in done.stdout
+    assert "database is locked" not in done.stdout + done.stderr
+
+
+def test_nothing_survives_and_nobody_waits_for_sleeping_children(graded):
+    from zerobook.limits import JOB_UIDS
+
+    _, done, _ = graded
+    left = [
+        p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"].real in JOB_UIDS
+    ]
+    assert not left
+    took = re.search(rf"fork_loop / {LAB}: not graded in (\d+) s", done.stdout)
+    assert took and int(took.group(1)) < 100, done.stdout[
+        -3000:
+    ]  # its children sleep 120 s
