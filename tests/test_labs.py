@@ -47,11 +47,30 @@ def count_state_bytes(params, grads, optimizer_states):
 '''
 
 
-def test_counting_tensors_instead_of_storages_fails_the_flat_buffer_part(tmp_path):
-    student = tmp_path / "memory_student.py"
-    student.write_text(COUNTS_TENSORS)
-    run = zb.grading.run_part("memory", str(student), "flat", nproc=2, debug=False)
-    assert all(r["answer"]["params"] < r["reference"]["params"] for r in run.ranks)
+def visible_test(tmp_path, monkeypatch, lab: str, grade_id: str, student: str):
+    """Run test cell `grade_id` as the student's release shows it (hidden tests removed), after
+    the setup cell, on `student` written as the lab's rank script: the error it raises, or None."""
+    from conftest import ROOT
+
+    notebook = zb.grading.student_version(ROOT / "labs", lab)
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in notebook.cells}
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__main__"}
+    exec(cells["setup"], namespace)
+    (tmp_path / namespace["STUDENT_FILE"]).write_text(student)
+    try:
+        exec(cells[grade_id], namespace)
+    except Exception as error:  # noqa: BLE001 - the test cell's failure is what is checked
+        return error
+    return None
+
+
+def test_counting_tensors_instead_of_storages_fails_a_visible_test_saying_why(tmp_path, monkeypatch):
+    error = visible_test(tmp_path, monkeypatch, "memory", "test_measurement", COUNTS_TENSORS)
+    assert isinstance(error, AssertionError), error
+    message = str(error)
+    assert message.startswith("flat, rank 0: params counted ") and "its storages hold" in message
+    assert "a storage holds more than the views you were given" in message
 
 
 def test_gathering_to_rank_0_is_correct_but_fails_the_byte_count(tmp_path):
