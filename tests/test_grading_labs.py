@@ -33,3 +33,19 @@ def test_reference_scores_full_marks_and_the_release_zero(tmp_path, lab):
         written = written_answers(tmp_path, lab, WRITTEN[lab])
         assert written["reference"] == {name: (None, True) for name in WRITTEN[lab]}
         assert written["untouched"] == {name: (0, False) for name in WRITTEN[lab]}
+        assert_awaiting_labelled(tmp_path, lab, WRITTEN[lab])
+
+
+def assert_awaiting_labelled(root, lab, names):
+    """The reference's answers, waiting for the instructor, are labelled so in its feedback and in
+    grades.csv; the untouched release's, scored 0 at once, are not."""
+    import csv
+
+    from zerobook.feedback import AWAITING
+
+    rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open()) if r["assignment"] == lab}
+    assert all(name in rows["reference"][AWAITING] for name in names), rows["reference"]
+    assert rows["untouched"][AWAITING] == ""
+    page = (root / "feedback" / "reference" / lab / f"{lab}.html").read_text()
+    assert all(f'<a href="#{name}">Written response</a> (Score: 0.0 / ' in page for name in names)
+    assert page.count(AWAITING) >= 2 * len(names) + 1  # listed, at the answer, in the total

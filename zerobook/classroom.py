@@ -50,6 +50,7 @@ class Outcome:
     failure: str | None = None
     flags: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    awaiting: dict[str, float] = field(default_factory=dict)  # grade_id -> points, to grade by hand
 
 
 def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, timeout=SUBMISSION_TIMEOUT_S,
@@ -182,7 +183,17 @@ class Grader:
             nbgrader(self.labs, self.root, "generate_feedback", lab, "--force", "--student", student)
         except StepFailed as exc:
             return self.failed(outcome, f"its feedback could not be made: {exc}")
+        self.label_awaiting(outcome)
         return outcome
+
+    def label_awaiting(self, outcome: Outcome) -> None:
+        """Label the answers that wait for the instructor's hand-grade on the feedback page."""
+        from nbgrader.api import Gradebook
+
+        with self.lock, Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gradebook:
+            outcome.awaiting = feedback.awaiting_manual(gradebook, outcome.lab, outcome.student)
+        page = self.root / "feedback" / outcome.student / outcome.lab / f"{outcome.lab}.html"
+        feedback.label_awaiting(page, outcome.awaiting)
 
     def autograde(self, lab: str, student: str, replays: str, tries: int = 3) -> None:
         """nbgrader autograde of one submission, its launches replayed from the clean run's; a busy
@@ -250,7 +261,9 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
     (root / STATE).write_text(json.dumps(state, indent=1))
     scores = root / "grades.csv"
     nbgrader(labs, root, "export", f"--to={scores}")
-    feedback.zero_rows(scores, [(o.student, o.lab) for o in outcomes if o.failure])
+    failed = [(o.student, o.lab) for o in outcomes if o.failure]
+    feedback.zero_rows(scores, failed)
+    feedback.awaiting_column(scores, root, failed)
     summarize(outcomes, sum(map(len, wanted.values())) - len(todo), scores, root)
     return scores, outcomes
 
@@ -259,7 +272,8 @@ def summarize(outcomes: list[Outcome], unchanged: int, scores: Path, root: Path)
     print(f"graded {len(outcomes)} submission(s); {unchanged} unchanged since last graded (--all regrades them)")
     print(f"scores: {scores}\nfeedback: {root / 'feedback'}")
     for o in outcomes:
-        print(f"{o.student} / {o.lab}: {'not graded' if o.failure else 'graded'} in {o.seconds:.0f} s")
+        waiting = "".join(f"; {gid} ({points:g} points) {feedback.AWAITING}" for gid, points in o.awaiting.items())
+        print(f"{o.student} / {o.lab}: {'not graded' if o.failure else 'graded'} in {o.seconds:.0f} s{waiting}")
         for flag in o.flags:
             print(f"FLAGGED: {o.student} / {o.lab}: {flag}")
         if o.failure:
