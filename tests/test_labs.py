@@ -1,4 +1,5 @@
 """Lab harnesses against wrong student code: a wrong algorithm is caught, a deadlock fails fast."""
+import re
 import time
 
 import pytest
@@ -139,21 +140,59 @@ def planted(tmp_path, lab: str, name: str, old: str, new: str, *more: str) -> st
     return str(student)
 
 
-def planted_lab4(tmp_path, name: str, old: str, new: str):
-    return planted(tmp_path, "zero3", name, old, new)
+GATHER_RETURN = "    return dist.all_gather_into_tensor(unit.flat.flat, unit.shard, async_op=async_op)\n"
+PREFETCH = "        opt.forward_order[index + 1].start_gather()\n"
 
 
-def test_lab4_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_path):
-    """Right weights for the first step, wrong schedule: discard() that does nothing keeps every
-    unit gathered; a before_forward that never prefetches gathers each block only when needed."""
-    keeps = planted_lab4(tmp_path, "keeps", "    unit.flat.flat.untyped_storage().resize_(0)\n",
-                         "    pass  # keeps the weights\n")
-    memory = zb.grading.run_part("zero3", keeps, "memory", nproc=2).ranks[0]
-    assert memory["peak"] == sum(memory["units"].values())  # every unit stays gathered
-    lazy = planted_lab4(tmp_path, "lazy", "        opt.forward_order[index + 1].start_gather()\n",
-                        "        pass  # no prefetch\n")
-    events = [tuple(e) for e in zb.grading.run_part("zero3", lazy, "order", nproc=2).ranks[0]["events"]]
-    assert events.index(("gather issued", "blocks.1")) > events.index(("computed", "blocks.0"))
+def lab4_mistake(tmp_path, monkeypatch, old: str, new: str, tests) -> dict:
+    """The lab's solution with one mistake planted, through the visible test cells `tests`:
+    grade_id -> the error each raised (None: it passed)."""
+    solution = lab_solution("zero3")
+    assert solution.count(old) == 1, old
+    errors = {}
+    for test in tests:
+        (tmp_path / test).mkdir(parents=True)
+        errors[test] = visible_test(tmp_path / test, monkeypatch, "zero3", test, solution.replace(old, new))
+    return errors
+
+
+def test_lab4_a_discard_that_frees_nothing_costs_the_memory_part_only_naming_the_units(tmp_path, monkeypatch):
+    errors = lab4_mistake(tmp_path, monkeypatch, "    unit.flat.flat.untyped_storage().resize_(0)\n",
+                          "    pass  # keeps the weights\n",
+                          ["test_memory", "test_parity", "test_traffic", "test_order"])
+    assert str(errors.pop("test_memory")).startswith("rank 0: discard() left the full buffer of root (")
+    assert errors == {"test_parity": None, "test_traffic": None, "test_order": None}
+
+
+def test_lab4_a_gather_that_forgets_its_handle_fails_saying_so(tmp_path, monkeypatch):
+    errors = lab4_mistake(tmp_path, monkeypatch, GATHER_RETURN, GATHER_RETURN.replace("return ", ""),
+                          ["test_parity"])
+    assert isinstance(errors["test_parity"], zb.LaunchError), errors
+    assert "gather(root, async_op=True) started an asynchronous all-gather but returned None" \
+        in str(errors["test_parity"])
+
+
+def test_lab4_a_blocking_gather_overlaps_nothing_and_loses_the_order_part(tmp_path, monkeypatch):
+    blocking = "    return dist.all_gather_into_tensor(unit.flat.flat, unit.shard)\n"  # async_op ignored
+    errors = lab4_mistake(tmp_path, monkeypatch, GATHER_RETURN, blocking, ["test_order", "test_traffic"])
+    assert str(errors["test_order"]) == ("blocks.1: its all-gather had finished when gather() returned: "
+                                         "async_op=True was ignored (a blocking gather), so nothing "
+                                         "overlaps the compute")
+    assert errors["test_traffic"] is None
+
+
+def test_lab4_a_prefetch_issued_late_is_named(tmp_path, monkeypatch):
+    late = lab4_mistake(tmp_path, monkeypatch, PREFETCH, "        pass  # no prefetch\n", ["test_order"])
+    assert str(late["test_order"]) == "blocks.1 is gathered only after blocks.0 has computed"
+
+
+def test_lab4_a_gather_sent_twice_names_the_collective_and_both_counts(tmp_path, monkeypatch):
+    twice = "    dist.all_gather_into_tensor(unit.flat.flat, unit.shard)\n" + GATHER_RETURN
+    error = lab4_mistake(tmp_path, monkeypatch, GATHER_RETURN, twice, ["test_traffic"])["test_traffic"]
+    assert re.fullmatch(r"all_gather_into_tensor: ([\d,]+) elements sent per rank, expected ([\d,]+)",
+                        str(error)), error
+    sent, expected = (int(n.replace(",", "")) for n in re.findall(r"[\d,]{4,}", str(error)))
+    assert sent == 2 * expected
 
 
 def test_lab5_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
