@@ -216,6 +216,15 @@ def test_lab5_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_p
     assert zb.grading.run_part("fsdp2", whole, "memory", nproc=2).ranks[0]["units"] == ["root"]
 
 
+def test_lab5_measures_the_reduction_errors_on_2_and_4_ranks_for_its_question(tmp_path, monkeypatch, capsys):
+    """The written question asks how each error grows with N: the cell measures two N. On 2 ranks
+    fp32's error is 0 (a sum of two bf16 numbers is exact in fp32), on 4 it is not."""
+    assert visible_test(tmp_path, monkeypatch, "fsdp2", "precision_run", lab_solution("fsdp2")) is None
+    printed = capsys.readouterr().out
+    fp32 = {int(n): float(e) for n, e in re.findall(r"^N = (\d+): largest error bf16 \S+, fp32 (\S+);", printed, re.M)}
+    assert fp32[2] == 0 < fp32[4], printed
+
+
 def test_an_untouched_student_file_fails_at_once_without_launching(tmp_path):
     stub = tmp_path / "fsdp2_student.py"
     stub.write_text('def shard(model, mesh):\n    """doc"""\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n'
