@@ -58,13 +58,19 @@ def test_the_profilers_own_log_lines_are_kept_out_of_the_output(capsys):
     assert stream.ranks == {0: ["a line of the lab's own"]}
 
 
-def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_are_shown(capsys):
+def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_are_shown(
+    capsys,
+):
     from zerobook.launch import _Stream
 
     stream = _Stream(echo=True)
-    noise = ("[W1125 08:00:13.680213777 socket.cpp:207] [c10d] The hostname of the client socket "
-             "cannot be retrieved. err=-3")
-    other = "[W1125 08:00:14.1 socket.cpp:460] [c10d] The server socket has failed to bind."
+    noise = (
+        "[W1125 08:00:13.680213777 socket.cpp:207] [c10d] The hostname of the client socket "
+        "cannot be retrieved. err=-3"
+    )
+    other = (
+        "[W1125 08:00:14.1 socket.cpp:460] [c10d] The server socket has failed to bind."
+    )
     for line in (noise, other, f"{noise} and then a traceback"):
         stream.add(f"[default1]:{line}")
     assert stream.ranks == {1: [other, f"{noise} and then a traceback"]}
