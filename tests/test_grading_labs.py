@@ -43,9 +43,18 @@ def assert_awaiting_labelled(root, lab, names):
 
     from zerobook.feedback import AWAITING
 
-    rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open()) if r["assignment"] == lab}
+    rows = {
+        r["student_id"]: r
+        for r in csv.DictReader((root / "grades.csv").open())
+        if r["assignment"] == lab
+    }
     assert all(name in rows["reference"][AWAITING] for name in names), rows["reference"]
     assert rows["untouched"][AWAITING] == ""
     page = (root / "feedback" / "reference" / lab / f"{lab}.html").read_text()
-    assert all(f'<a href="#{name}">Written response</a> (Score: 0.0 / ' in page for name in names)
-    assert page.count(AWAITING) >= 2 * len(names) + 1  # listed, at the answer, in the total
+    assert all(
+        f'<a href="#{name}">Written response</a> (Score: 0.0 / ' in page
+        for name in names
+    )
+    assert (
+        page.count(AWAITING) >= 2 * len(names) + 1
+    )  # listed, at the answer, in the total

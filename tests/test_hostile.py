@@ -5,6 +5,7 @@ gradebook or the course, leaves no process behind, and stops nobody else.
 One grading run for all of them (its own course directory); each test reads what it left.
 """
 import csv
+import html
 import json
 import subprocess
 import time
@@ -13,7 +14,7 @@ import psutil
 import pytest
 
 from conftest import ROOT
-from grading_helpers import part_scores, run_grading
+from grading_helpers import part_scores, round_trip, run_grading
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]  # one grading run, one worker
 
@@ -239,3 +240,35 @@ def test_grading_again_regrades_only_what_changed(graded, tmp_path):
     assert "graded " in done.stdout and "not_json / setup_check: graded" in done.stdout, done.stdout[-3000:]
     assert "reference / setup_check" not in done.stdout  # unchanged: not graded again
     assert total(root, "not_json") == sum(POINTS.values())
+
+
+def test_a_ring_imported_from_the_course_scores_zero_saying_why(tmp_path):
+    """The trial's one-line Lab 2 submission scored 5/5: its ring is the course's own
+    (zerobook.collectives), which the harness refuses; every part scores 0 and the
+    feedback says why."""
+    lab, points = "ring_allreduce", {"test_correct": 3, "test_bytes": 2}
+    borrowed = "from zerobook.collectives import ring_all_reduce\n"
+
+    def submission(root):
+        release = (root / "release" / lab / f"{lab}.ipynb").read_text()
+        return {
+            lab: {
+                "borrower": edit(
+                    release,
+                    "rank_script",
+                    lambda s: s.split("\n", 1)[0] + "\n" + borrowed,
+                )
+            }
+        }
+
+    round_trip(tmp_path, submission, [lab])
+    assert part_scores(tmp_path, lab, points)["borrower"] == {
+        part: 0 for part in points
+    }
+    page = html.unescape(
+        (tmp_path / "feedback" / "borrower" / lab / f"{lab}.html").read_text()
+    )
+    assert (
+        "your ring_all_reduce is zerobook.collectives.ring_all_reduce, the course's own code"
+        in page
+    )

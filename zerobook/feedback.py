@@ -16,7 +16,8 @@ import re
 from html import escape
 from pathlib import Path
 
-AWAITING = "awaiting manual grading"  # the label of a score the instructor has not given yet
+# the label of a score the instructor has not given yet
+AWAITING = "awaiting manual grading"
 MAX_OUTPUT_CHARS = 20_000  # one output of the feedback; a flood is cut, saying so
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
 HIDDEN_LINES = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)  # as nbgrader releases
@@ -143,11 +144,20 @@ def label_awaiting(page: Path, awaiting: dict[str, float]) -> None:
         return
     html = page.read_text()
     for gid in map(re.escape, awaiting):
-        html = re.sub(rf'(href="#{gid}">[^<]*</a> \(Score: [^)]*)\)', rf"\1, {AWAITING})", html)
-        html = re.sub(rf'(<a name="{gid}"></a>.*?Score: [^<]*?)( <a href="#top">)', rf"\1 ({AWAITING})\2",
-                      html, count=1, flags=re.S)
+        html = re.sub(
+            rf'(href="#{gid}">[^<]*</a> \(Score: [^)]*)\)', rf"\1, {AWAITING})", html
+        )
+        html = re.sub(
+            rf'(<a name="{gid}"></a>.*?Score: [^<]*?)( <a href="#top">)',
+            rf"\1 ({AWAITING})\2",
+            html,
+            count=1,
+            flags=re.S,
+        )
     points = f"{sum(awaiting.values()):g} point(s) {AWAITING}"
-    page.write_text(re.sub(r"(<h4>[^<]*\(Score: [^)]*)\)", rf"\1; {points})", html, count=1))
+    page.write_text(
+        re.sub(r"(<h4>[^<]*\(Score: [^)]*)\)", rf"\1; {points})", html, count=1)
+    )
 
 
 def awaiting_column(scores: Path, root: Path, failed=()) -> None:
@@ -161,8 +171,14 @@ def awaiting_column(scores: Path, root: Path, failed=()) -> None:
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
         for row in rows:
             graded = (row["student_id"], row["assignment"]) not in set(failed)
-            waiting = awaiting_manual(gradebook, row["assignment"], row["student_id"]) if graded else {}
-            row[AWAITING] = "; ".join(f"{gid} ({points:g} points)" for gid, points in waiting.items())
+            waiting = (
+                awaiting_manual(gradebook, row["assignment"], row["student_id"])
+                if graded
+                else {}
+            )
+            row[AWAITING] = "; ".join(
+                f"{gid} ({points:g} points)" for gid, points in waiting.items()
+            )
     with scores.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()

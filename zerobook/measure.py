@@ -31,7 +31,12 @@ def unique_bytes(tensors, seen: set | None = None) -> int:
 def view_key(tensor: torch.Tensor) -> tuple:
     """What identifies the elements a tensor shows: its storage and where it sits in it (views
     of one flat buffer differ; two Parameters over the same elements share it)."""
-    return (storage_key(tensor), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
+    return (
+        storage_key(tensor),
+        tensor.storage_offset(),
+        tuple(tensor.shape),
+        tensor.stride(),
+    )
 
 
 def num_params(model: torch.nn.Module) -> int:

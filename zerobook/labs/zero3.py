@@ -39,6 +39,12 @@ from zerobook.zero.timeline import peak
 from zerobook.zero.units import Unit
 
 PARTS = ["parity", "memory", "traffic", "order"]
+WITHHELD = [
+    "zerobook.zero.units:Unit.start_gather",
+    "zerobook.zero.units:Unit.free",
+    "zerobook.zero.stage3:Zero3.before_forward",
+    "zerobook.zero.prefetch:prefetch_after",
+]
 CONFIG = GPTConfig(vocab=100, hidden=64, layers=4, heads=4, seq_len=32)
 LR, STEPS, BATCH = 1e-3, 5, 4
 
@@ -56,8 +62,12 @@ class GatherWatch:
         for module in (dist, c10d):
             module.all_gather_into_tensor = self.all_gather_into_tensor
 
-    def all_gather_into_tensor(self, output_tensor, input_tensor, group=None, async_op=False):
-        work = self.original(output_tensor, input_tensor, group=group, async_op=async_op)
+    def all_gather_into_tensor(
+        self, output_tensor, input_tensor, group=None, async_op=False
+    ):
+        work = self.original(
+            output_tensor, input_tensor, group=group, async_op=async_op
+        )
         if not self.watching:
             return work
         self.calls.append(WatchedWork(work) if async_op else None)
@@ -95,12 +105,17 @@ def in_flight(name: str, returned, calls: list) -> bool:
     A handle of an all-gather the watch did not see (another collective) counts as in flight."""
     pending = [work for work in calls if work is not None and not work.waited]
     if returned is None and pending:
-        for work in pending:  # it writes into the unit's buffer: let it land before the run ends
+        # it writes into the unit's buffer: let it land before the run ends
+        for work in pending:
             work.wait()
-        raise RuntimeError(f"gather({name}, async_op=True) started an asynchronous all-gather but "
-                           "returned None: return its work handle, which the caller waits on "
-                           "before the weights are used")
-    return returned is not None and (not calls or any(work is returned for work in pending))
+        raise RuntimeError(
+            f"gather({name}, async_op=True) started an asynchronous all-gather but "
+            "returned None: return its work handle, which the caller waits on "
+            "before the weights are used"
+        )
+    return returned is not None and (
+        not calls or any(work is returned for work in pending)
+    )
 
 
 def watched(handle, on_wait) -> WatchedWork:
@@ -130,7 +145,8 @@ def student_classes(student, watch: GatherWatch, kept: dict):
             call_student(student, "discard", self)
             if self.gathered:
                 kept.setdefault(self.name, self.flat.flat.untyped_storage().nbytes())
-                self.flat.flat.untyped_storage().resize_(0)  # ours
+                # freed by ours (Unit.free is withheld from the student's code)
+                self.flat.flat.untyped_storage().resize_(0)
 
     class StudentZero3(Zero3AdamW):
         def before_forward(self, unit):
@@ -187,10 +203,15 @@ def parity(student: Student, me: zb.Rank) -> dict:
 
 def unit_diffs(model, reference, zero) -> dict:
     """Unit -> the largest difference of its weights from DDP's (the units that differ)."""
-    theirs, name_of = dict(reference.named_parameters()), {id(p): n for n, p in model.named_parameters()}
-    diffs = {u.name: max((p.detach() - theirs[name_of[id(p)]].detach()).abs().max().item()
-                         for p in u.flat.params)
-             for u in zero.units}
+    theirs = dict(reference.named_parameters())
+    name_of = {id(p): n for n, p in model.named_parameters()}
+    diffs = {
+        u.name: max(
+            (p.detach() - theirs[name_of[id(p)]].detach()).abs().max().item()
+            for p in u.flat.params
+        )
+        for u in zero.units
+    }
     return {name: diff for name, diff in diffs.items() if diff != 0}
 
 
@@ -222,7 +243,7 @@ def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
     watch = GatherWatch()  # before the student's file is imported: a name it imports is the wrapper
-    student = Student(load_student(cli.student), watch)
+    student = Student(load_student(cli.student, WITHHELD), watch)
     parts = {"parity": parity, "memory": memory, "traffic": traffic, "order": order}
     zb.report(**parts[cli.part](student, me))
 
