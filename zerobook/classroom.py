@@ -50,7 +50,7 @@ class Outcome:
     failure: str | None = None
     flags: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    awaiting: dict[str, float] = field(default_factory=dict)  # grade_id -> points, to grade by hand
+    awaiting: dict[str, float] = field(default_factory=dict)  # grade_id -> points, by hand
 
 
 def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, timeout=SUBMISSION_TIMEOUT_S,
@@ -175,25 +175,18 @@ class Grader:
                 return self.failed(outcome, str(exc))
         if "error" in clean:
             return self.failed(outcome, str(clean["error"]))
-        with self.lock:
+        with self.lock:  # one gradebook writer at a time
             outcome.flags += feedback.reconcile(self.root, lab, student, clean)
+            outcome.awaiting = feedback.awaiting_in(self.root, lab, student)
         outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
         feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb")
         try:
             nbgrader(self.labs, self.root, "generate_feedback", lab, "--force", "--student", student)
         except StepFailed as exc:
             return self.failed(outcome, f"its feedback could not be made: {exc}")
-        self.label_awaiting(outcome)
-        return outcome
-
-    def label_awaiting(self, outcome: Outcome) -> None:
-        """Label the answers that wait for the instructor's hand-grade on the feedback page."""
-        from nbgrader.api import Gradebook
-
-        with self.lock, Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gradebook:
-            outcome.awaiting = feedback.awaiting_manual(gradebook, outcome.lab, outcome.student)
-        page = self.root / "feedback" / outcome.student / outcome.lab / f"{outcome.lab}.html"
+        page = self.root / "feedback" / student / lab / f"{lab}.html"
         feedback.label_awaiting(page, outcome.awaiting)
+        return outcome
 
     def autograde(self, lab: str, student: str, replays: str, tries: int = 3) -> None:
         """nbgrader autograde of one submission, its launches replayed from the clean run's; a busy
@@ -272,7 +265,8 @@ def summarize(outcomes: list[Outcome], unchanged: int, scores: Path, root: Path)
     print(f"graded {len(outcomes)} submission(s); {unchanged} unchanged since last graded (--all regrades them)")
     print(f"scores: {scores}\nfeedback: {root / 'feedback'}")
     for o in outcomes:
-        waiting = "".join(f"; {gid} ({points:g} points) {feedback.AWAITING}" for gid, points in o.awaiting.items())
+        waiting = "".join(f"; {gid} ({points:g} points) {feedback.AWAITING}"
+                          for gid, points in o.awaiting.items())
         print(f"{o.student} / {o.lab}: {'not graded' if o.failure else 'graded'} in {o.seconds:.0f} s{waiting}")
         for flag in o.flags:
             print(f"FLAGGED: {o.student} / {o.lab}: {flag}")

@@ -137,6 +137,14 @@ def awaiting_manual(gradebook, lab: str, student: str) -> dict[str, float]:
     return {g.name: g.max_score for g in grades if g.needs_manual_grade}
 
 
+def awaiting_in(root: Path, lab: str, student: str) -> dict[str, float]:
+    """awaiting_manual, read from the course's gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        return awaiting_manual(gradebook, lab, student)
+
+
 def label_awaiting(page: Path, awaiting: dict[str, float]) -> None:
     """The feedback page with each score still waiting for a hand-grade labelled so, in the list
     of parts, at the answer and in the total (nbgrader shows such a score as 0)."""
