@@ -51,9 +51,10 @@ LR, STEPS, BATCH = 1e-3, 5, 4
 
 class GatherWatch:
     """The all-gathers a student's `gather` starts, seen from inside: torch.distributed's
-    all_gather_into_tensor is wrapped (before the student's file is imported, so a name imported
-    from it is the wrapper too); while `watching`, each call is recorded and an asynchronous one's
-    handle is returned as a `WatchedWork`, whose wait the unit's timeline records."""
+    all_gather_into_tensor is wrapped (before the student's file is imported, so a name
+    imported from it is the wrapper too); while `watching`, each call is recorded and an
+    asynchronous one's handle is returned as a `WatchedWork`, whose wait the unit's
+    timeline records."""
 
     def __init__(self):
         self.calls: list[WatchedWork | None] = []  # None: a blocking call
@@ -65,16 +66,15 @@ class GatherWatch:
     def all_gather_into_tensor(
         self, output_tensor, input_tensor, group=None, async_op=False
     ):
-        work = self.original(
-            output_tensor, input_tensor, group=group, async_op=async_op
-        )
+        """torch's, keywords included; recorded while watching."""
+        work = self.original(output_tensor, input_tensor, group, async_op)
         if not self.watching:
             return work
         self.calls.append(WatchedWork(work) if async_op else None)
         return self.calls[-1] if async_op else work
 
     def call(self, student, unit):
-        """The student's gather(unit, async_op=True): (its return value, the watched calls)."""
+        """The student's gather(unit, async_op=True): what it returned, calls seen."""
         self.calls, self.watching = [], True
         try:
             return call_student(student, "gather", unit, True), self.calls
@@ -83,8 +83,8 @@ class GatherWatch:
 
 
 class WatchedWork:
-    """An asynchronous all-gather's handle; `waited` says whether anyone waited for it yet, and
-    `on_wait` (the unit's timeline) hears when."""
+    """An asynchronous all-gather's handle; `waited` says whether anyone waited for it
+    yet, and `on_wait` (the unit's timeline) hears when."""
 
     def __init__(self, work):
         self.work, self.waited, self.on_wait = work, False, None
@@ -100,9 +100,10 @@ class WatchedWork:
 
 
 def in_flight(name: str, returned, calls: list) -> bool:
-    """Whether the student's gather of unit `name` returned with its all-gather still in flight
-    (False: it finished inside the call, ignoring async_op=True); a forgotten handle is an error.
-    A handle of an all-gather the watch did not see (another collective) counts as in flight."""
+    """Whether the student's gather of unit `name` returned with its all-gather still in
+    flight (False: it finished inside the call, ignoring async_op=True); a forgotten
+    handle is an error. A handle the watch did not see (another collective) counts as in
+    flight."""
     pending = [work for work in calls if work is not None and not work.waited]
     if returned is None and pending:
         # it writes into the unit's buffer: let it land before the run ends
@@ -119,7 +120,7 @@ def in_flight(name: str, returned, calls: list) -> bool:
 
 
 def watched(handle, on_wait) -> WatchedWork:
-    """The handle the student's gather returned, telling `on_wait` when it is waited for."""
+    """The handle the student's gather returned, telling `on_wait` when waited on."""
     handle = handle if isinstance(handle, WatchedWork) else WatchedWork(handle)
     handle.on_wait = on_wait
     return handle
