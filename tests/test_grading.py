@@ -124,3 +124,74 @@ def test_a_lab_submitted_without_its_source_notebook_is_an_error(tmp_path):
     (root / "submitted" / "alice" / "gone").mkdir(parents=True)
     with pytest.raises(SystemExit, match="no source notebook"):
         grade(labs, root)
+
+
+def nbgrader_feedback_page(path, scores: dict[str, tuple[float, float]]) -> None:
+    """A feedback page as nbgrader's generate_feedback renders it (its own template), for a
+    notebook with one written answer per grade_id in `scores` (score, points)."""
+    import os
+
+    import nbformat
+    import nbgrader
+    from nbconvert import HTMLExporter
+
+    cells = [
+        nbformat.v4.new_markdown_cell(
+            f"answer {gid}",
+            metadata={
+                "nbgrader": {
+                    "grade": True,
+                    "solution": True,
+                    "grade_id": gid,
+                    "score": score,
+                    "points": points,
+                }
+            },
+        )
+        for gid, (score, points) in scores.items()
+    ]
+    formgrader = os.path.join(
+        os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader"
+    )
+    exporter = HTMLExporter(
+        template_name="feedback",
+        extra_template_basedirs=[f"{formgrader}/templates"],
+        extra_template_paths=[f"{formgrader}/static/node_modules/bootstrap/dist/css"],
+    )
+    total = [sum(v[i] for v in scores.values()) for i in (0, 1)]
+    html, _ = exporter.from_notebook_node(
+        nbformat.v4.new_notebook(cells=cells),
+        resources={
+            "nbgrader": {
+                "notebook": "lab",
+                "score": total[0],
+                "max_score": total[1],
+                "late_penalty": 0,
+            }
+        },
+    )
+    path.write_text(html)
+
+
+def test_an_answer_awaiting_its_hand_grade_is_labelled_so_on_the_feedback_page(
+    tmp_path,
+):
+    from zerobook import feedback
+
+    page = tmp_path / "lab.html"
+    nbgrader_feedback_page(page, {"written": (0.0, 2.0), "other": (0.0, 1.0)})
+    assert (
+        "Score: 0.0 / 2.0" in page.read_text()
+        and feedback.AWAITING not in page.read_text()
+    )
+    feedback.label_awaiting(page, {"written": 2.0})
+    html = page.read_text()
+    assert (
+        '<a href="#written">Written response</a> (Score: 0.0 / 2.0, awaiting manual grading)'
+        in html
+    )
+    assert (
+        '<a href="#other">Written response</a> (Score: 0.0 / 1.0)</li>' in html
+    )  # graded: no label
+    assert html.count("(awaiting manual grading)") == 1  # at the answer itself
+    assert "(Score: 0.0 / 3.0; 2 point(s) awaiting manual grading)" in html

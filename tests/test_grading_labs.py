@@ -31,10 +31,37 @@ def test_reference_scores_full_marks_and_the_release_zero(tmp_path, lab):
     scores = part_scores(tmp_path, lab, POINTS[lab])
     assert scores["reference"] == POINTS[lab]
     assert scores["untouched"] == {part: 0 for part in POINTS[lab]}
+    page = (tmp_path / "feedback" / "reference" / lab / f"{lab}.html").read_text()
+    assert "hostname of the client socket" not in page  # gloo's noise in the sandbox
     if lab in WRITTEN:  # a written answer waits for the instructor; one left blank scores 0 at once
         written = written_answers(tmp_path, lab, WRITTEN[lab])
         assert written["reference"] == {name: (None, True) for name in WRITTEN[lab]}
         assert written["untouched"] == {name: (0, False) for name in WRITTEN[lab]}
+        assert_awaiting_labelled(tmp_path, lab, WRITTEN[lab])
+
+
+def assert_awaiting_labelled(root, lab, names):
+    """The reference's answers, waiting for the instructor, are labelled so in its feedback and in
+    grades.csv; the untouched release's, scored 0 at once, are not."""
+    import csv
+
+    from zerobook.feedback import AWAITING
+
+    rows = {
+        r["student_id"]: r
+        for r in csv.DictReader((root / "grades.csv").open())
+        if r["assignment"] == lab
+    }
+    assert all(name in rows["reference"][AWAITING] for name in names), rows["reference"]
+    assert rows["untouched"][AWAITING] == ""
+    page = (root / "feedback" / "reference" / lab / f"{lab}.html").read_text()
+    assert all(
+        f'<a href="#{name}">Written response</a> (Score: 0.0 / ' in page
+        for name in names
+    )
+    assert (
+        page.count(AWAITING) >= 2 * len(names) + 1
+    )  # listed, at the answer, in the total
 
 
 def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_path):

@@ -6,6 +6,7 @@ One grading run for all of them (its own course directory); each test reads what
 (data parallelism), whose six tests all read one launch, has a grading run of its own below.
 """
 import csv
+import html
 import json
 import subprocess
 import time
@@ -14,7 +15,7 @@ import psutil
 import pytest
 
 from conftest import ROOT
-from grading_helpers import part_scores, run_grading
+from grading_helpers import part_scores, round_trip, run_grading
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]  # one grading run, one worker
 
@@ -373,3 +374,35 @@ def test_lab2_a_patched_wait_that_hides_a_wait_at_once_scores_zero_and_is_named(
     root, _, scores = graded_ddp
     assert scores["patch_wait"] == {part: 0 for part in DDP_POINTS}
     assert "tampering: the student's code replaced Handle.wait" in ddp_page(root, "patch_wait")
+
+
+def test_a_ring_imported_from_the_course_scores_zero_saying_why(tmp_path):
+    """The trial's one-line ring submission (Lab 3) scored 5/5: its ring is the course's own
+    (zerobook.collectives), which the harness refuses; every part scores 0 and the
+    feedback says why."""
+    lab, points = "ring_allreduce", {"test_correct": 3, "test_bytes": 2}
+    borrowed = "from zerobook.collectives import ring_all_reduce\n"
+
+    def submission(root):
+        release = (root / "release" / lab / f"{lab}.ipynb").read_text()
+        return {
+            lab: {
+                "borrower": edit(
+                    release,
+                    "rank_script",
+                    lambda s: s.split("\n", 1)[0] + "\n" + borrowed,
+                )
+            }
+        }
+
+    round_trip(tmp_path, submission, [lab])
+    assert part_scores(tmp_path, lab, points)["borrower"] == {
+        part: 0 for part in points
+    }
+    page = html.unescape(
+        (tmp_path / "feedback" / "borrower" / lab / f"{lab}.html").read_text()
+    )
+    assert (
+        "your ring_all_reduce is zerobook.collectives.ring_all_reduce, the course's own code"
+        in page
+    )

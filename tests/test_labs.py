@@ -1,4 +1,5 @@
 """Lab harnesses against wrong student code: a wrong algorithm is caught, a deadlock fails fast."""
+import re
 import time
 
 import pytest
@@ -47,11 +48,39 @@ def count_state_bytes(params, grads, optimizer_states):
 '''
 
 
-def test_counting_tensors_instead_of_storages_fails_the_flat_buffer_part(tmp_path):
-    student = tmp_path / "memory_student.py"
-    student.write_text(COUNTS_TENSORS)
-    run = zb.grading.run_part("memory", str(student), "flat", nproc=2, debug=False)
-    assert all(r["answer"]["params"] < r["reference"]["params"] for r in run.ranks)
+def visible_test(tmp_path, monkeypatch, lab: str, grade_id: str, student: str):
+    """Run test cell `grade_id` as the student's release shows it (hidden tests removed), after
+    the setup cell, on `student` written as the lab's rank script: the error it raises, or None."""
+    from conftest import ROOT
+
+    notebook = zb.grading.student_version(ROOT / "labs", lab)
+    cells = {
+        c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in notebook.cells
+    }
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__main__"}
+    exec(cells["setup"], namespace)
+    (tmp_path / namespace["STUDENT_FILE"]).write_text(student)
+    try:
+        exec(cells[grade_id], namespace)
+    except Exception as error:  # noqa: BLE001 - the test cell's failure is what is checked
+        return error
+    return None
+
+
+def test_counting_tensors_instead_of_storages_fails_a_visible_test_saying_why(
+    tmp_path, monkeypatch
+):
+    error = visible_test(
+        tmp_path, monkeypatch, "memory", "test_measurement", COUNTS_TENSORS
+    )
+    assert isinstance(error, AssertionError), error
+    message = str(error)
+    assert (
+        message.startswith("flat, rank 0: params counted ")
+        and "its storages hold" in message
+    )
+    assert "a storage holds more than the views you were given" in message
 
 
 def test_gathering_to_rank_0_is_correct_but_fails_the_byte_count(tmp_path):
@@ -84,6 +113,76 @@ def lab_solution(lab: str) -> str:
     from conftest import ROOT
 
     return zb.grading.reference_script(ROOT / "labs", lab)
+
+
+# lab -> (part, a file taking the graded idea from the course, what the failure says)
+BORROWED = {
+    "ring_allreduce": (
+        "bytes",
+        "from zerobook.collectives import ring_all_reduce\n",
+        "your ring_all_reduce is zerobook.collectives.ring_all_reduce, the course's own code",
+    ),
+    "zero3": (
+        "order",
+        "from zerobook.zero.stage3 import Zero3\n\n\ndef before_forward(opt, unit):\n"
+        "    Zero3.before_forward(opt, unit)\n",
+        "zerobook.zero.stage3.Zero3.before_forward is the course's own implementation",
+    ),
+    "zero": (
+        "parity",
+        "from zerobook.zero import Zero2AdamW\n\non_grad = Zero2AdamW.on_grad\n",
+        "your on_grad is zerobook.zero.stage2.Zero2AdamW.on_grad, the course's own code",
+    ),
+    "fsdp2": (
+        "checkpoint",
+        "from zerobook.sharded_checkpoint import save\n",
+        "your save is zerobook.sharded_checkpoint.save, the course's own code",
+    ),
+    "memory": (
+        "fp32",
+        "from zerobook import measure\n\n\ndef count_state_bytes(params, grads, states):\n"
+        "    seen = set()\n    return {name: measure.unique_bytes(tensors, seen) for name, "
+        "tensors in (('params', params), ('grads', grads), ('optimizer', states))}\n",
+        "zerobook.measure.unique_bytes is the course's own implementation",
+    ),
+}
+CAUGHT_RING = """
+import torch.distributed as dist
+from zerobook import collectives
+
+
+def ring_all_reduce(tensor):
+    try:
+        collectives.ring_all_reduce(tensor)
+    except Exception:
+        dist.all_reduce(tensor)  # the refusal caught: the call still does not count
+"""
+
+
+@pytest.mark.parametrize("lab", sorted(BORROWED))
+def test_a_graded_function_taken_from_the_course_fails_its_part_saying_so(
+    tmp_path, lab
+):
+    part, borrowing, message = BORROWED[lab]
+    student = tmp_path / f"{lab}_student.py"
+    # defined last: the borrowed one counts (debug=False: Lab 1's DDP crashes under it)
+    student.write_text(lab_solution(lab) + "\n\n" + borrowing)
+    with pytest.raises(zb.LaunchError, match="Withheld") as caught:
+        zb.grading.run_part(lab, str(student), part, nproc=2, echo=False, debug=False)
+    assert message in str(caught.value)
+
+
+def test_a_course_ring_called_and_its_refusal_caught_still_fails(tmp_path):
+    student = tmp_path / "ring_student.py"
+    student.write_text(CAUGHT_RING)
+    with pytest.raises(zb.LaunchError) as caught:
+        zb.grading.run_part(
+            "ring_allreduce", str(student), "correct", nproc=2, echo=False
+        )
+    assert (
+        "ring_all_reduce() called zerobook.collectives.ring_all_reduce, the course's own"
+        in str(caught.value)
+    )
 
 
 def test_lab4_right_weights_but_kept_gradients_and_an_all_reduce_lose_their_points(tmp_path):
@@ -120,21 +219,97 @@ def planted(tmp_path, lab: str, name: str, old: str, new: str, *more: str) -> st
     return str(student)
 
 
-def planted_lab5(tmp_path, name: str, old: str, new: str):
-    return planted(tmp_path, "zero3", name, old, new)
+GATHER_RETURN = "    return dist.all_gather_into_tensor(unit.flat.flat, unit.shard, async_op=async_op)\n"
+PREFETCH = "        opt.forward_order[index + 1].start_gather()\n"
 
 
-def test_lab5_a_unit_never_discarded_or_never_prefetched_loses_those_points(tmp_path):
-    """Right weights for the first step, wrong schedule: discard() that does nothing keeps every
-    unit gathered; a before_forward that never prefetches gathers each block only when needed."""
-    keeps = planted_lab5(tmp_path, "keeps", "    unit.flat.flat.untyped_storage().resize_(0)\n",
-                         "    pass  # keeps the weights\n")
-    memory = zb.grading.run_part("zero3", keeps, "memory", nproc=2).ranks[0]
-    assert memory["peak"] == sum(memory["units"].values())  # every unit stays gathered
-    lazy = planted_lab5(tmp_path, "lazy", "        opt.forward_order[index + 1].start_gather()\n",
-                        "        pass  # no prefetch\n")
-    events = [tuple(e) for e in zb.grading.run_part("zero3", lazy, "order", nproc=2).ranks[0]["events"]]
-    assert events.index(("gather issued", "blocks.1")) > events.index(("computed", "blocks.0"))
+def lab5_mistake(tmp_path, monkeypatch, old: str, new: str, tests) -> dict:
+    """The lab's solution with one mistake planted, through the visible test cells `tests`:
+    grade_id -> the error each raised (None: it passed)."""
+    solution = lab_solution("zero3")
+    assert solution.count(old) == 1, old
+    errors = {}
+    for test in tests:
+        (tmp_path / test).mkdir(parents=True)
+        errors[test] = visible_test(
+            tmp_path / test, monkeypatch, "zero3", test, solution.replace(old, new)
+        )
+    return errors
+
+
+def test_lab5_a_discard_that_frees_nothing_costs_the_memory_part_only_naming_the_units(
+    tmp_path, monkeypatch
+):
+    errors = lab5_mistake(
+        tmp_path,
+        monkeypatch,
+        "    unit.flat.flat.untyped_storage().resize_(0)\n",
+        "    pass  # keeps the weights\n",
+        ["test_memory", "test_parity", "test_traffic", "test_order"],
+    )
+    assert str(errors.pop("test_memory")).startswith(
+        "rank 0: discard() left the full buffer of root ("
+    )
+    assert errors == {"test_parity": None, "test_traffic": None, "test_order": None}
+
+
+def test_lab5_a_gather_that_forgets_its_handle_fails_saying_so(tmp_path, monkeypatch):
+    errors = lab5_mistake(
+        tmp_path,
+        monkeypatch,
+        GATHER_RETURN,
+        GATHER_RETURN.replace("return ", ""),
+        ["test_parity"],
+    )
+    assert isinstance(errors["test_parity"], zb.LaunchError), errors
+    assert (
+        "gather(root, async_op=True) started an asynchronous all-gather but returned None"
+        in str(errors["test_parity"])
+    )
+
+
+def test_lab5_a_blocking_gather_overlaps_nothing_and_loses_the_order_part(
+    tmp_path, monkeypatch
+):
+    blocking = "    return dist.all_gather_into_tensor(unit.flat.flat, unit.shard)\n"  # async_op ignored
+    errors = lab5_mistake(
+        tmp_path, monkeypatch, GATHER_RETURN, blocking, ["test_order", "test_traffic"]
+    )
+    assert str(errors["test_order"]) == (
+        "blocks.1: its all-gather had finished when gather() returned: "
+        "async_op=True was ignored (a blocking gather), so nothing "
+        "overlaps the compute"
+    )
+    assert errors["test_traffic"] is None
+
+
+def test_lab5_a_prefetch_issued_late_is_named(tmp_path, monkeypatch):
+    late = lab5_mistake(
+        tmp_path, monkeypatch, PREFETCH, "        pass  # no prefetch\n", ["test_order"]
+    )
+    assert (
+        str(late["test_order"])
+        == "blocks.1 is gathered only after blocks.0 has computed"
+    )
+
+
+def test_lab5_a_gather_sent_twice_names_the_collective_and_both_counts(
+    tmp_path, monkeypatch
+):
+    twice = (
+        "    dist.all_gather_into_tensor(unit.flat.flat, unit.shard)\n" + GATHER_RETURN
+    )
+    error = lab5_mistake(tmp_path, monkeypatch, GATHER_RETURN, twice, ["test_traffic"])[
+        "test_traffic"
+    ]
+    assert re.fullmatch(
+        r"all_gather_into_tensor: ([\d,]+) elements sent per rank, expected ([\d,]+)",
+        str(error),
+    ), error
+    sent, expected = (
+        int(n.replace(",", "")) for n in re.findall(r"[\d,]{4,}", str(error))
+    )
+    assert sent == 2 * expected
 
 
 def test_lab6_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
@@ -156,6 +331,27 @@ def test_lab6_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_p
     whole = planted(tmp_path, "fsdp2", "whole", "    for block in model.blocks:\n        fully_shard(block, mesh=mesh, mp_policy=policy)\n", "",
                     "    blocks = list(model.blocks)\n", "    blocks = []  # nothing to prefetch between\n")
     assert zb.grading.run_part("fsdp2", whole, "memory", nproc=2).ranks[0]["units"] == ["root"]
+
+
+def test_lab5_measures_the_reduction_errors_on_2_and_4_ranks_for_its_question(
+    tmp_path, monkeypatch, capsys
+):
+    """The written question asks how each error grows with N: the cell measures two N. On 2 ranks
+    fp32's error is 0 (a sum of two bf16 numbers is exact in fp32), on 4 it is not."""
+    assert (
+        visible_test(
+            tmp_path, monkeypatch, "fsdp2", "precision_run", lab_solution("fsdp2")
+        )
+        is None
+    )
+    printed = capsys.readouterr().out
+    fp32 = {
+        int(n): float(e)
+        for n, e in re.findall(
+            r"^N = (\d+): largest error bf16 \S+, fp32 (\S+);", printed, re.M
+        )
+    }
+    assert fp32[2] == 0 < fp32[4], printed
 
 
 def test_an_untouched_student_file_fails_at_once_without_launching(tmp_path):

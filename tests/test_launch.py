@@ -58,6 +58,26 @@ def test_the_profilers_own_log_lines_are_kept_out_of_the_output(capsys):
     assert stream.ranks == {0: ["a line of the lab's own"]}
 
 
+def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_are_shown(
+    capsys,
+):
+    from zerobook.launch import _Stream
+
+    stream = _Stream(echo=True)
+    noise = (
+        "[W1125 08:00:13.680213777 socket.cpp:207] [c10d] The hostname of the client socket "
+        "cannot be retrieved. err=-3"
+    )
+    other = (
+        "[W1125 08:00:14.1 socket.cpp:460] [c10d] The server socket has failed to bind."
+    )
+    for line in (noise, other, f"{noise} and then a traceback"):
+        stream.add(f"[default1]:{line}")
+    assert stream.ranks == {1: [other, f"{noise} and then a traceback"]}
+    assert noise + "\n" not in capsys.readouterr().out
+    assert any(noise in line for line in stream.agent)  # kept for the log, not shown
+
+
 def test_a_script_path_runs_too_and_a_rank_that_raises_is_named_with_its_traceback(unique_target):
     script = unique_target("raise_on_rank.py")
     children_before = len(psutil.Process().children(recursive=True))

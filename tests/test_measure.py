@@ -12,6 +12,20 @@ def test_unique_bytes_counts_a_storage_once():
     assert measure.unique_bytes([base, torch.zeros(100)]) == 800
 
 
+def test_num_params_counts_views_of_one_flat_buffer_and_a_weight_tied_twice_once():
+    from zerobook.labs.memory import CONFIG, flatten_into_one_buffer
+
+    model = GPT(CONFIG)
+    psi = sum(p.numel() for p in model.parameters())
+    flatten_into_one_buffer(model, world_size=2)  # every weight a view of one storage
+    assert len({measure.storage_key(p) for p in model.parameters()}) == 1
+    assert measure.num_params(model) == psi
+    tied = torch.nn.Module()
+    tied.a = torch.nn.Parameter(torch.zeros(6))
+    tied.b = torch.nn.Parameter(tied.a.data)  # another Parameter over the same elements
+    assert measure.num_params(tied) == 6
+
+
 def test_saved_activations_exclude_parameters_and_count_views_once():
     linear = torch.nn.Linear(8, 8)
     x = torch.randn(4, 8, requires_grad=True)

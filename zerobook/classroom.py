@@ -54,6 +54,7 @@ class Outcome:
     flags: list[str] = field(default_factory=list)
     seconds: float = 0.0
     peak: dict = field(default_factory=dict)  # the most it used at once (limits)
+    awaiting: dict[str, float] = field(default_factory=dict)  # grade_id -> points, by hand
 
 
 def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, timeout=SUBMISSION_TIMEOUT_S,
@@ -198,8 +199,9 @@ class Grader:
                 return self.failed(outcome, str(exc))
         if "error" in clean:
             return self.failed(outcome, str(clean["error"]))
-        with self.lock:
+        with self.lock:  # one gradebook writer at a time
             outcome.flags += feedback.reconcile(self.root, lab, student, clean)
+            outcome.awaiting = feedback.awaiting_in(self.root, lab, student)
         outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
         feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb")
         try:
@@ -208,6 +210,8 @@ class Grader:
                          "--student", student)
         except StepFailed as exc:
             return self.failed(outcome, f"its feedback could not be made: {exc}")
+        page = self.root / "feedback" / student / lab / f"{lab}.html"
+        feedback.label_awaiting(page, outcome.awaiting)
         return outcome
 
     def autograde(self, lab: str, student: str, replays: str, job=None) -> None:
@@ -296,7 +300,9 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
     (root / STATE).write_text(json.dumps(state, indent=1))
     scores = root / "grades.csv"
     nbgrader(labs, root, "export", f"--to={scores}")
-    feedback.zero_rows(scores, [(o.student, o.lab) for o in outcomes if o.failure])
+    failed = [(o.student, o.lab) for o in outcomes if o.failure]
+    feedback.zero_rows(scores, failed)
+    feedback.awaiting_column(scores, root, failed)
     summarize(outcomes, sum(map(len, wanted.values())) - len(todo), scores, root)
     return scores, outcomes
 
@@ -307,8 +313,10 @@ def summarize(outcomes: list[Outcome], unchanged: int, scores: Path, root: Path)
     for o in outcomes:
         used = ", ".join(f"{k} {v}" for k, v in o.peak.items())
         done = "not graded" if o.failure else "graded"
+        waiting = "".join(f"; {gid} ({points:g} points) {feedback.AWAITING}"
+                          for gid, points in o.awaiting.items())
         print(f"{o.student} / {o.lab}: {done} in {o.seconds:.0f} s"
-              + (f" (at most: {used})" if used else ""))
+              + (f" (at most: {used})" if used else "") + waiting)
         for flag in o.flags:
             print(f"FLAGGED: {o.student} / {o.lab}: {flag}")
         if o.failure:

@@ -1,7 +1,9 @@
 """What a graded submission leaves: its scores in the gradebook, its feedback, the instructor's flags.
 
 `reconcile` writes the clean run's score (zerobook.clean_score) over nbgrader's where they differ;
-`scrub` takes the hidden tests' source and the tracebacks out of the notebook the feedback is made
+`awaiting_manual` and `label_awaiting` say which answers wait for the instructor's hand-grade
+(nbgrader shows them as 0), on the feedback page and in grades.csv; `scrub` takes the hidden
+tests' source and the tracebacks out of the notebook the feedback is made
 from (their failure messages stay) and caps each output; `tampered_tests` names test cells a
 student edited; `failure_page` and `zero_rows` give a submission that could not be graded its
 reason and its 0.
@@ -14,6 +16,8 @@ import re
 from html import escape
 from pathlib import Path
 
+# the label of a score the instructor has not given yet
+AWAITING = "awaiting manual grading"
 MAX_OUTPUT_CHARS = 20_000  # one output of the feedback; a flood is cut, saying so
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
 HIDDEN_LINES = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)  # as nbgrader releases
@@ -118,5 +122,72 @@ def zero_rows(scores: Path, failed: list[tuple[str, str]]) -> None:
              for lab, student in sorted(failed_keys - have)]
     with scores.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def awaiting_manual(gradebook, lab: str, student: str) -> dict[str, float]:
+    """grade_id -> points of each answer of the submission still waiting for a hand-grade."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        grades = gradebook.find_submission_notebook(lab, lab, student).grades
+    except MissingEntry:
+        return {}
+    return {g.name: g.max_score for g in grades if g.needs_manual_grade}
+
+
+def awaiting_in(root: Path, lab: str, student: str) -> dict[str, float]:
+    """awaiting_manual, read from the course's gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        return awaiting_manual(gradebook, lab, student)
+
+
+def label_awaiting(page: Path, awaiting: dict[str, float]) -> None:
+    """The feedback page with each score still waiting for a hand-grade labelled so, in the list
+    of parts, at the answer and in the total (nbgrader shows such a score as 0)."""
+    if not awaiting or not page.exists():
+        return
+    html = page.read_text()
+    for gid in map(re.escape, awaiting):
+        html = re.sub(
+            rf'(href="#{gid}">[^<]*</a> \(Score: [^)]*)\)', rf"\1, {AWAITING})", html
+        )
+        html = re.sub(
+            rf'(<a name="{gid}"></a>.*?Score: [^<]*?)( <a href="#top">)',
+            rf"\1 ({AWAITING})\2",
+            html,
+            count=1,
+            flags=re.S,
+        )
+    points = f"{sum(awaiting.values()):g} point(s) {AWAITING}"
+    page.write_text(
+        re.sub(r"(<h4>[^<]*\(Score: [^)]*)\)", rf"\1; {points})", html, count=1)
+    )
+
+
+def awaiting_column(scores: Path, root: Path, failed=()) -> None:
+    """grades.csv with a column saying, for each row, which answers await a hand-grade (its score
+    leaves them out until the instructor grades them); none for a (student, lab) in `failed`."""
+    from nbgrader.api import Gradebook
+
+    rows = list(csv.DictReader(scores.open())) if scores.exists() else []
+    if not rows:
+        return
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        for row in rows:
+            graded = (row["student_id"], row["assignment"]) not in set(failed)
+            waiting = (
+                awaiting_manual(gradebook, row["assignment"], row["student_id"])
+                if graded
+                else {}
+            )
+            row[AWAITING] = "; ".join(
+                f"{gid} ({points:g} points)" for gid, points in waiting.items()
+            )
+    with scores.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)

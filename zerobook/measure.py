@@ -30,9 +30,21 @@ def unique_bytes(tensors, seen: set | None = None) -> int:
     return total
 
 
+def view_key(tensor: torch.Tensor) -> tuple:
+    """What identifies the elements a tensor shows: its storage and where it sits in it (views
+    of one flat buffer differ; two Parameters over the same elements share it)."""
+    return (
+        storage_key(tensor),
+        tensor.storage_offset(),
+        tuple(tensor.shape),
+        tensor.stride(),
+    )
+
+
 def num_params(model: torch.nn.Module) -> int:
-    """Parameters of `model`, tied ones once (what the formulas call Ψ)."""
-    return sum({storage_key(p): p.numel() for p in model.parameters()}.values())
+    """Elements of `model`'s parameters, tied ones once (what the formulas call Ψ); bytes are
+    counted by storage (`unique_bytes`), elements by view."""
+    return sum({view_key(p): p.numel() for p in model.parameters()}.values())
 
 
 @dataclass(frozen=True)

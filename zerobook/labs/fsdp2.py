@@ -34,6 +34,11 @@ from zerobook.training import rank_batch, train_step
 from zerobook.zero import Zero3AdamW
 
 PARTS = ["parity", "memory", "traffic", "precision", "prefetch", "checkpoint"]
+WITHHELD = [
+    "zerobook.fsdp2:shard_blocks",
+    "zerobook.sharded_checkpoint:save",
+    "zerobook.sharded_checkpoint:load",
+]
 REDUCE_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
 LR, STEPS, BATCH = 1e-3, 5, 4
@@ -153,7 +158,7 @@ def broadcast_text(text, me: zb.Rank) -> str:
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    student = load_student(cli.student)
+    student = load_student(cli.student, WITHHELD)
     parts = {"parity": parity, "memory": memory, "traffic": traffic, "precision": precision, "prefetch": prefetch,
              "checkpoint": checkpoint}
     zb.report(**parts[cli.part](student, me))

@@ -3,6 +3,12 @@
 The harness is trusted course code; the student's file is not. A student's `sys.exit()` or a
 missing solution becomes an ordinary exception that names the function, so the launcher reports
 it like any other failing rank.
+
+The course's package holds its own implementation of what each lab grades (the
+chapters teach with it). `load_student(path, withheld)` makes those functions fail when
+the student's code calls them (the harness's own calls still work), and `call_student`
+refuses a graded function that is the course's code itself: a part that borrows the
+idea scores 0, saying why. A copy of the installed source is not stopped this way.
 """
 from __future__ import annotations
 
@@ -11,6 +17,15 @@ import importlib.util
 import inspect
 import sys
 from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]  # zerobook/
+# the student's calls in progress (they nest: a hook calls a unit, which calls gather)
+_calls = [0]
+_taken: list[str] = []  # withheld functions the student's code called, in order
+
+
+class Withheld(RuntimeError):
+    """The student's file used the course's own implementation of what a part grades."""
 
 
 def parse_args(parts: list[str], argv=None) -> argparse.Namespace:
@@ -21,13 +36,16 @@ def parse_args(parts: list[str], argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def load_student(path: str):
-    """Import the student's file as a module named `student` (from the file, not sys.path)."""
+def load_student(path: str, withheld=()):
+    """Import the student's file as a module named `student` (from the file, not
+    sys.path), the course's functions named in `withheld` (as `withhold` spells them)
+    unavailable to it."""
     file = Path(path).resolve()
     if not file.is_file():
         raise FileNotFoundError(f"student file {path!r} not found: run the cell that writes it")
     from zerobook import report_guard
 
+    withhold(*withheld)
     report_guard.guard(inspect.currentframe().f_back.f_globals)  # from now on only the harness's code reports
     spec = importlib.util.spec_from_file_location("student", file)
     module = importlib.util.module_from_spec(spec)
@@ -36,17 +54,78 @@ def load_student(path: str):
     return module
 
 
+def withhold(*paths: str) -> None:
+    """Each "module:function" or "module:Class.method" fails when the student's code
+    calls it, wherever zerobook's modules hold it (imported by name too); called by the
+    harness, it works as before."""
+    for path in paths:
+        module_name, _, attribute = path.partition(":")
+        *classes, name = attribute.split(".")
+        owner = importlib.import_module(module_name)
+        for cls in classes:
+            owner = getattr(owner, cls)
+        original = getattr(owner, name)
+        guard = _guard(original, f"{module_name}.{attribute}")
+        setattr(owner, name, guard)
+        if not classes:
+            _replace_in_modules(name, original, guard)
+
+
+def _replace_in_modules(name: str, original, guard) -> None:
+    """`guard` for `original` in every zerobook module that imported it by `name`."""
+    for key, module in list(sys.modules.items()):
+        if key.startswith("zerobook") and getattr(module, name, None) is original:
+            setattr(module, name, guard)
+
+
+def _guard(original, name: str):
+    def withheld(*args, **kwargs):
+        if not _calls[0]:
+            return original(*args, **kwargs)
+        _taken.append(name)
+        raise Withheld(
+            f"{name} is the course's own implementation of what this part grades: "
+            "under the grader it is not available to your file; write your own"
+        )
+
+    withheld.course_name = name
+    return withheld
+
+
+def course_origin(function) -> str | None:
+    """The course's name of `function` if it is the course's own code, else None."""
+    if getattr(function, "course_name", None):
+        return function.course_name
+    code = getattr(function, "__code__", None)
+    if code is not None and Path(code.co_filename).resolve().is_relative_to(PACKAGE):
+        return f"{function.__module__}.{function.__qualname__}"
+    return None
+
+
 def call_student(module, name: str, *args):
-    """Call the student's function `name`; leaving the process is not allowed to end the run."""
+    """Call the student's function `name`; leaving the process is not allowed to end the
+    run, nor handing over (or calling) the course's own implementation of what is graded."""
     function = getattr(module, name, None)
     if function is None:
         raise AttributeError(f"your file defines no function {name!r}")
+    borrowed = course_origin(function)
+    if borrowed:
+        raise Withheld(f"your {name} is {borrowed}, the course's own code: "
+                       "a graded function must be written in your file")
+    before = len(_taken)
+    _calls[0] += 1
     try:
-        return function(*args)
+        result = function(*args)
     except SystemExit as exc:
         raise RuntimeError(f"{name}() called sys.exit({exc.code!r}); return a value instead") from None
     except NotImplementedError:
         raise NotImplementedError(f"{name}() is not implemented yet") from None
+    finally:
+        _calls[0] -= 1
+    if len(_taken) > before:  # the student's code caught the refusal: still not its own
+        raise Withheld(f"{name}() called {_taken[before]}, the course's own "
+                       "implementation of what this part grades; write your own")
+    return result
 
 
 class Forbidden:

@@ -18,6 +18,7 @@ from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.precision import MixedPrecisionAdamW
 
 PARTS = ["fp32", "mixed", "flat"]
+WITHHELD = ["zerobook.measure:unique_bytes", "zerobook.measure:model_state_bytes"]
 CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)
 
 
@@ -57,7 +58,7 @@ def train_one_step(part: str, me: zb.Rank):
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    student = load_student(cli.student)
+    student = load_student(cli.student, WITHHELD)
     model, optimizer = train_one_step(cli.part, me)
     params = list(model.parameters())
     grads = [p.grad for p in params if p.grad is not None]
