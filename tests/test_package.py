@@ -41,7 +41,7 @@ def test_a_rank_loads_nothing_of_the_notebook_side():
 PACKAGE = ROOT / "zerobook"
 NOTEBOOK_SIDE = {"zerobook.launch", "zerobook.failures", "zerobook.plots", "zerobook.gpu_plots", "zerobook.diagrams", "zerobook.widgets",
                  "zerobook.grading", "zerobook.cluster", "zerobook.sandbox", "zerobook.classroom",
-                 "zerobook.clean_score", "zerobook.feedback", "zerobook.run_cache"}  # the instructor's grading
+                 "zerobook.clean_score", "zerobook.feedback", "zerobook.run_cache", "zerobook.tutor_files"}  # the instructor's grading
 
 
 def module_name(path) -> str:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from zerobook import clean_score, feedback, run_cache, sandbox
 from zerobook.limits import Bounds, job_env, mechanism
+from zerobook.tutor_files import write_tutor_files
 from zerobook.watchdog import Watchdog
 from zerobook.grading import COURSE_ROOT_ENV, PART_TIMEOUT_ENV
 
@@ -237,21 +238,6 @@ def load_state(root: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-TUTOR_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".github/copilot-instructions.md",
-               ".cursor/rules/tutor.mdc")  # where the common coding assistants look
-
-
-def write_tutor_files(folder: Path) -> None:
-    """Tell AI coding assistants in a released lab to tutor, never solve: zerobook/assets/tutor.md
-    under each name the common assistants read (Cursor's rule with its front matter)."""
-    text = (Path(__file__).parent / "assets" / "tutor.md").read_text()
-    for name in TUTOR_FILES:
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        front = "---\ndescription: A graded lab: tutor, do not solve\nalwaysApply: true\n---\n\n"
-        path.write_text((front if name.endswith(".mdc") else "") + text)
-
-
 def release_lab(labs: Path, root: Path, lab: str) -> str:
     """nbgrader's student version of `lab` in root/release/lab (solutions and hidden tests out),
     with the files that tell coding assistants to tutor; nbgrader's output."""
@@ -303,21 +289,5 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
     failed = [(o.student, o.lab) for o in outcomes if o.failure]
     feedback.zero_rows(scores, failed)
     feedback.awaiting_column(scores, root, failed)
-    summarize(outcomes, sum(map(len, wanted.values())) - len(todo), scores, root)
+    feedback.summarize(outcomes, sum(map(len, wanted.values())) - len(todo), scores, root)
     return scores, outcomes
-
-
-def summarize(outcomes: list[Outcome], unchanged: int, scores: Path, root: Path) -> None:
-    print(f"graded {len(outcomes)} submission(s); {unchanged} unchanged since last graded (--all regrades them)")
-    print(f"scores: {scores}\nfeedback: {root / 'feedback'}")
-    for o in outcomes:
-        used = ", ".join(f"{k} {v}" for k, v in o.peak.items())
-        done = "not graded" if o.failure else "graded"
-        waiting = "".join(f"; {gid} ({points:g} points) {feedback.AWAITING}"
-                          for gid, points in o.awaiting.items())
-        print(f"{o.student} / {o.lab}: {done} in {o.seconds:.0f} s"
-              + (f" (at most: {used})" if used else "") + waiting)
-        for flag in o.flags:
-            print(f"FLAGGED: {o.student} / {o.lab}: {flag}")
-        if o.failure:
-            print(f"NOT GRADED: {o.student} / {o.lab}: {o.failure}")

@@ -191,3 +191,20 @@ def awaiting_column(scores: Path, root: Path, failed=()) -> None:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def summarize(outcomes: list, unchanged: int, scores: Path, root: Path) -> None:
+    """What `grade` prints at the end: each submission's outcome, its flags and failure."""
+    print(f"graded {len(outcomes)} submission(s); {unchanged} unchanged since last graded (--all regrades them)")
+    print(f"scores: {scores}\nfeedback: {root / 'feedback'}")
+    for o in outcomes:
+        used = ", ".join(f"{k} {v}" for k, v in o.peak.items())
+        done = "not graded" if o.failure else "graded"
+        waiting = "".join(f"; {gid} ({points:g} points) {AWAITING}"
+                          for gid, points in o.awaiting.items())
+        print(f"{o.student} / {o.lab}: {done} in {o.seconds:.0f} s"
+              + (f" (at most: {used})" if used else "") + waiting)
+        for flag in o.flags:
+            print(f"FLAGGED: {o.student} / {o.lab}: {flag}")
+        if o.failure:
+            print(f"NOT GRADED: {o.student} / {o.lab}: {o.failure}")
