@@ -37,7 +37,7 @@ HOGS = {
         pass
 """,
     "memory_hog": """
-    _held = [bytearray(b"x" * (64 << 20)) for _ in range(12)]  # 0.75 GiB, touched
+    _held = [bytearray(b"x" * (64 << 20)) for _ in range(24)]  # the whole bound, touched
 """,
     "disk_filler": """
     for _where in (".", "/tmp"):
