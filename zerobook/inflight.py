@@ -1,4 +1,4 @@
-"""Asynchronous all-reduces held in flight until waited on; a step's events, in order.
+"""Asynchronous collectives held in flight until waited on; a step's events, in order.
 
     with ordered_sums(), InFlight() as flight:   # ordered_sums outside: rank-order sums
         flight.note("grad", name)                # the caller's events join the list
@@ -13,8 +13,14 @@ before waiting or never waits gets a wrong gradient every time, not now and then
 sum itself is taken when the all-reduce is called (every rank calls its all-reduces in
 one order, as it must), so a run stays deterministic.
 
-Events: ["all_reduce", i, async_op] for the i-th all-reduce (a copy of its input in
-`inputs[i]`), ["wait", i], ["broadcast", numel], [name] for any other collective.
+The same holds for `reduce_scatter_tensor(output, input)` and
+`all_gather_into_tensor(output, input)` (ZeRO's collectives): the output keeps what it
+held until `wait()` copies the result in.
+
+Events: [name, i, async_op] for the i-th held collective (name "all_reduce",
+"reduce_scatter_tensor" or "all_gather_into_tensor"; a copy of its input in `inputs[i]`,
+one numbering for all three), ["wait", i], ["broadcast", numel], [name] for any other
+collective.
 """
 
 from __future__ import annotations
@@ -23,21 +29,23 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
 
+HELD = ("reduce_scatter_tensor", "all_gather_into_tensor")  # (output, input) held
 OTHERS = (
-    "reduce_scatter_tensor", "all_gather_into_tensor", "all_gather", "reduce",
+    "all_gather", "reduce",
     "all_reduce_coalesced", "send", "isend", "recv", "irecv", "batch_isend_irecv",
 )  # fmt: skip
 
 
 class Handle:
-    """all_reduce(..., async_op=True)'s handle: wait() puts the sum in the tensor."""
+    """A held collective's handle (async_op=True): wait() puts the result in the
+    output tensor (an all-reduce's own tensor)."""
 
     def __init__(self, flight: InFlight, index: int, tensor, result) -> None:
         self.flight, self.index = flight, index
         self.tensor, self.result = tensor, result
 
     def wait(self, timeout=None) -> bool:
-        """Record the wait; copy the sum into the tensor (the first time)."""
+        """Record the wait; copy the result into the tensor (the first time)."""
         self.flight.events.append(["wait", self.index])
         if self.result is not None:
             self.tensor.copy_(self.result)
@@ -48,12 +56,13 @@ class Handle:
         return self.result is None
 
     def get_future(self):
-        raise NotImplementedError("this run's all-reduce handles support wait() only")
+        raise NotImplementedError("this run's collective handles support wait() only")
 
 
 class InFlight:
-    """Context manager: each all-reduce of this process returns a Handle (async_op=True)
-    or reduces at once, and is recorded in `events` beside the caller's notes."""
+    """Context manager: each all-reduce, reduce-scatter and all-gather (into a tensor) of
+    this process returns a Handle (async_op=True) or completes at once, and is recorded
+    in `events` beside the caller's notes."""
 
     def __init__(self) -> None:
         self.events: list[list] = []
@@ -61,11 +70,12 @@ class InFlight:
         self.saved: dict = {}
 
     def __enter__(self) -> InFlight:
-        names = [n for n in ("all_reduce", "broadcast", *OTHERS) if hasattr(c10d, n)]
-        self.saved = {name: getattr(c10d, name) for name in names}
+        names = ("all_reduce", "broadcast", *HELD, *OTHERS)
+        self.saved = {n: getattr(c10d, n) for n in names if hasattr(c10d, n)}
         others = {name: self.recorded(name) for name in OTHERS if name in self.saved}
+        held = {name: self.held(name) for name in HELD}
         self.install(
-            {"all_reduce": self.all_reduce, "broadcast": self.broadcast, **others}
+            {"all_reduce": self.all_reduce, "broadcast": self.broadcast} | held | others
         )
         return self
 
@@ -95,6 +105,26 @@ class InFlight:
             tensor.copy_(result)
             return None
         return Handle(self, index, tensor, result)
+
+    def held(self, name: str):
+        """`name(output, input, ...)` (a reduce-scatter or all-gather into a tensor),
+        done now into a copy; the result lands in `output` at once (async_op=False) or
+        at the returned Handle's wait()."""
+        original = self.saved[name]
+
+        def call(output, input, *args, async_op=False, **kwargs):
+            index = len(self.inputs)
+            self.inputs.append(input.detach().clone())
+            self.events.append([name, index, bool(async_op)])
+            result = torch.empty_like(output)
+            original(result, input, *args, **kwargs)
+            if not async_op:
+                output.copy_(result)
+                return None
+            return Handle(self, index, output, result)
+
+        call.__name__ = name
+        return call
 
     def broadcast(self, tensor, src=None, group=None, async_op=False, **kwargs):
         """broadcast, unchanged; recorded with the tensor's numel."""

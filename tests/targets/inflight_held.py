@@ -1,0 +1,34 @@
+"""ZeRO's collectives held in flight (zerobook.inflight): an asynchronous reduce-scatter or
+all-gather leaves its output as it was until wait(), which puts the rank-order result in.
+
+Reported by every rank: what each output held before and after wait(), and the events.
+"""
+import torch
+import torch.distributed as dist
+
+import zerobook as zb
+from zerobook.inflight import InFlight
+from zerobook.parity import ordered_sums
+
+me = zb.setup()
+n = me.world_size
+full = torch.arange(2 * n, dtype=torch.float32) + 10 * me.rank
+with ordered_sums(), InFlight() as flight:
+    shard = torch.full((2,), -1.0)
+    work = dist.reduce_scatter_tensor(shard, full, async_op=True)
+    before_rs = shard.tolist()
+    work.wait()
+    gathered = torch.zeros(2 * n)
+    work = dist.all_gather_into_tensor(gathered, shard, async_op=True)
+    before_ag = gathered.tolist()
+    work.wait()
+    blocking = torch.zeros(2 * n)
+    dist.all_gather_into_tensor(blocking, shard)
+zb.report(
+    before_rs=before_rs,
+    shard=shard.tolist(),
+    before_ag=before_ag,
+    gathered=gathered.tolist(),
+    blocking=blocking.tolist(),
+    events=flight.events,
+)
