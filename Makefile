@@ -39,7 +39,7 @@ $(STAMP): requirements.txt pyproject.toml
 BOOK   := $(VENV)/bin/jupyter-book build . -W -n --keep-going --all
 CACHE  := _build/.jupyter_cache
 # The labs' student versions, which the book shows (not executed): labs/ -> book/labs/.
-LABS_FOR_BOOK := $(PY) -m zerobook.grading book
+LABS_FOR_BOOK := $(PY) -m zerobook.classroom book
 # pytest with nbval (--nbval-lax: a cell that raises fails; outputs are not compared) and the
 # plugin that keeps each notebook nbval executed for the book (tests/nbcache.py); test files run in
 # parallel, one file (one notebook) per worker at a time, one worker more than there are cores:
@@ -98,10 +98,10 @@ gpu-check: $(STAMP)
 	$(PY) benchmarks/gpu.py
 
 release: $(STAMP)
-	$(PY) -m zerobook.grading release
+	$(PY) -m zerobook.classroom release
 
 grade: $(STAMP)
-	$(PY) -m zerobook.grading grade
+	$(PY) -m zerobook.classroom grade
 
 clean:
 	rm -rf _build .pytest_cache

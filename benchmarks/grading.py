@@ -16,8 +16,8 @@ from pathlib import Path
 
 from common import emit
 
-from zerobook import classroom, sandbox
-from zerobook.grading import lab_names, release
+from zerobook.classroom import grade as classroom, sandbox
+from zerobook.classroom.release import lab_names, release
 
 LABS = Path(__file__).resolve().parent.parent / "labs"
 

@@ -1,4 +1,4 @@
-"""nbgrader's settings for this course; `python -m zerobook.grading` runs nbgrader from here.
+"""nbgrader's settings for this course; `python -m zerobook.classroom` runs nbgrader from here.
 
 The instructor notebooks stay where they are (labs/NAME/NAME.ipynb); everything nbgrader makes
 (release/, submitted/, autograded/, feedback/, the gradebook) lives in the course directory,

@@ -13,7 +13,7 @@ def sandbox_or_not() -> list[str]:
 
     import pytest
 
-    from zerobook.sandbox import available
+    from zerobook.classroom.sandbox import available
 
     why = available()
     if why and os.environ.get("REQUIRE_SANDBOX") == "1":
@@ -23,13 +23,13 @@ def sandbox_or_not() -> list[str]:
 
 def run_grading(*args, root, check: bool = True,
                 env=None) -> subprocess.CompletedProcess:
-    """`python -m zerobook.grading ARGS --root ROOT` (what `make release` / `make grade`
+    """`python -m zerobook.classroom ARGS --root ROOT` (what `make release` / `make grade`
     run), `env` added to its environment; grade without the sandbox where bubblewrap
     does not work here (sandbox_or_not)."""
     import os
 
     extra = sandbox_or_not() if args and args[0] == "grade" else []
-    done = subprocess.run([sys.executable, "-m", "zerobook.grading", *args, *extra, "--root", str(root)],
+    done = subprocess.run([sys.executable, "-m", "zerobook.classroom", *args, *extra, "--root", str(root)],
                           cwd=ROOT, timeout=900, capture_output=True, text=True,
                           env={**os.environ, **(env or {})})
     if check and done.returncode:

@@ -1,7 +1,7 @@
 """The book's parts beside the chapters: the labs (student versions), the PDF, the search page's
 glossary hits, and the buttons and publishing workflow that wait for a repository URL.
 
-The lab pages show each lab's student version (zerobook.grading.student_version, written to
+The lab pages show each lab's student version (zerobook.classroom.release.student_version, written to
 book/labs/ by `make book` and make test's book phase); the tests marked `book` read the built pages.
 """
 import functools
@@ -16,7 +16,7 @@ import yaml
 
 from conftest import ROOT
 from test_book import HTML, browser, load, needs_book, page_html  # noqa: F401 - browser: a fixture
-from zerobook import grading
+from zerobook.classroom import release as grading
 
 LABS = ROOT / "labs"
 GUIDE = ROOT / "book" / "how_to_use.md"

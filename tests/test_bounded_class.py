@@ -134,7 +134,7 @@ def test_everyone_else_is_graded_with_one_writer_of_the_gradebook(graded):
 
 
 def test_nothing_survives_and_nobody_waits_for_sleeping_children(graded):
-    from zerobook.limits import JOB_UIDS
+    from zerobook.classroom.limits import JOB_UIDS
 
     _, done, _ = graded
     left = [

@@ -1,4 +1,4 @@
-"""zerobook.limits: one submission's sandboxes, bounded together. Each hostile program
+"""zerobook.classroom.limits: one submission's sandboxes, bounded together. Each hostile program
 runs in a sandbox of a grading job whose bounds are set low here (tens of processes,
 160 MiB), passes one of them slightly, is killed with its reason, and leaves no process
 behind: with a job uid (a root grader) and in a user namespace (any other user)."""
@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from zerobook.watchdog import Watchdog
+from zerobook.classroom.watchdog import Watchdog
 
 BOUNDS = {
     "tasks": 48,
@@ -88,7 +88,7 @@ def box():
 
     if sandbox_or_not():
         pytest.skip("bubblewrap does not work here")
-    from zerobook import sandbox
+    from zerobook.classroom import sandbox
 
     return sandbox
 
@@ -97,7 +97,7 @@ def box():
 def job_envs(mode: str) -> tuple:
     """One job's environment per mode for this test process: a claimed uid (claimed
     once), or none (the caller's user namespace, as for a grader that is not root)."""
-    from zerobook import limits
+    from zerobook.classroom import limits
 
     bounds = limits.Bounds(**BOUNDS)
     if mode == "job uid":
@@ -109,7 +109,7 @@ def job_envs(mode: str) -> tuple:
 def job(request, monkeypatch):
     """A grading job's environment, in this process (as zerobook.classroom gives its
     subprocesses): with a uid of its own (root), or in the caller's user namespace."""
-    from zerobook import limits
+    from zerobook.classroom import limits
 
     if request.param == "job uid" and os.geteuid() != 0:
         pytest.skip("a job uid needs a root grader")
@@ -122,7 +122,7 @@ def job(request, monkeypatch):
 
 def run_watched(box, job, program: str, folder) -> tuple:
     """`program` in a sandbox of `job`, watched: (reason, seconds, process, output)."""
-    from zerobook import limits
+    from zerobook.classroom import limits
 
     argv = box.command([sys.executable, "-c", program], writable=[folder])
     start = time.monotonic()
@@ -146,7 +146,7 @@ def run_watched(box, job, program: str, folder) -> tuple:
 
 def survivors(job) -> list:
     """Processes of the job left running: its uid's, or under its sandboxes."""
-    from zerobook import limits
+    from zerobook.classroom import limits
 
     watchdog = Watchdog(job, limits.Bounds(**BOUNDS))
     return [
@@ -222,12 +222,12 @@ def test_a_process_past_its_cpu_time_is_stopped_by_the_kernel(
 def test_two_graders_never_share_a_job_uid():
     """RLIMIT_NPROC counts a uid's tasks and the watchdog kills a uid's processes: two
     grading processes on one machine (two courses, two test workers) must hold two."""
-    from zerobook import limits
+    from zerobook.classroom import limits
 
     if os.geteuid() != 0:
         pytest.skip("job uids are a root grader's")
     mine = dict(job_envs("job uid"))[limits.UID_ENV]
-    claim = "from zerobook import limits; print(limits.claim_uid())"
+    claim = "from zerobook.classroom import limits; print(limits.claim_uid())"
     other = subprocess.run(
         [sys.executable, "-c", claim], capture_output=True, text=True
     )

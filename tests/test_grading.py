@@ -117,7 +117,7 @@ def test_a_broken_notebook_scores_zero_with_a_reason_and_stops_nobody_else(grade
 
 
 def test_a_lab_submitted_without_its_source_notebook_is_an_error(tmp_path):
-    from zerobook.classroom import grade
+    from zerobook.classroom.grade import grade
 
     labs, root = tmp_path / "labs", tmp_path / "course"
     (labs / "gone").mkdir(parents=True)
@@ -176,7 +176,7 @@ def nbgrader_feedback_page(path, scores: dict[str, tuple[float, float]]) -> None
 def test_an_answer_awaiting_its_hand_grade_is_labelled_so_on_the_feedback_page(
     tmp_path,
 ):
-    from zerobook import feedback
+    from zerobook.classroom import feedback
 
     page = tmp_path / "lab.html"
     nbgrader_feedback_page(page, {"written": (0.0, 2.0), "other": (0.0, 1.0)})

@@ -45,7 +45,7 @@ def assert_awaiting_labelled(root, lab, names):
     grades.csv; the untouched release's, scored 0 at once, are not."""
     import csv
 
-    from zerobook.feedback import AWAITING
+    from zerobook.classroom.feedback import AWAITING
 
     rows = {
         r["student_id"]: r

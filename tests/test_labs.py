@@ -52,8 +52,9 @@ def visible_test(tmp_path, monkeypatch, lab: str, grade_id: str, student: str):
     """Run test cell `grade_id` as the student's release shows it (hidden tests removed), after
     the setup cell, on `student` written as the lab's rank script: the error it raises, or None."""
     from conftest import ROOT
+    from zerobook.classroom.release import student_version
 
-    notebook = zb.grading.student_version(ROOT / "labs", lab)
+    notebook = student_version(ROOT / "labs", lab)
     cells = {
         c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in notebook.cells
     }

@@ -39,9 +39,10 @@ def test_a_rank_loads_nothing_of_the_notebook_side():
 
 
 PACKAGE = ROOT / "zerobook"
+CLASSROOM = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+             for p in (PACKAGE / "classroom").rglob("*.py")}  # the instructor's grading
 NOTEBOOK_SIDE = {"zerobook.launch", "zerobook.failures", "zerobook.plots", "zerobook.gpu_plots", "zerobook.diagrams", "zerobook.widgets",
-                 "zerobook.grading", "zerobook.cluster", "zerobook.sandbox", "zerobook.classroom",
-                 "zerobook.clean_score", "zerobook.feedback", "zerobook.run_cache", "zerobook.tutor_files"}  # the instructor's grading
+                 "zerobook.grading", "zerobook.cluster", "zerobook.run_cache"} | CLASSROOM
 
 
 def module_name(path) -> str:
@@ -110,6 +111,64 @@ def test_the_hook_points_the_labs_use_exist():
         assert hasattr(Zero3, name) or name in Zero3.__init__.__code__.co_names, name
     for name in ("start_gather", "wait_gather", "free", "gathered", "log", "pending", "shard", "full_bytes"):
         assert hasattr(Unit, name) or name in Unit.__init__.__code__.co_names, name
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def imports_of(name: str) -> set[str]:
+    """The zerobook modules module `name` imports, at module level or inside a function."""
+    found = set()
+    for target in imported(MODULES[name]):
+        while target and target not in MODULES:  # `from zerobook.x import y`: y may be a name in x
+            target = target.rpartition(".")[0]
+        found |= {target} - {name, "zerobook", ""}
+    return found
+
+
+def cycles() -> list[list[str]]:
+    """The import cycles among zerobook's modules (strongly connected components, Tarjan)."""
+    graph = {name: imports_of(name) for name in MODULES}
+    index, low, stack, found = {}, {}, [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_of_zerobook_imports_itself_back():
+    """No import cycle, counting imports inside functions (which hide a cycle, not remove it)."""
+    assert not cycles()
+
+
+def test_the_classroom_calls_the_launcher_and_nothing_calls_the_classroom():
+    """Arrows one way: classroom -> launcher (zerobook.grading, launch) -> rank side."""
+    outside = [name for name in MODULES if name not in CLASSROOM]
+    back = {name: imports_of(name) & CLASSROOM for name in outside if imports_of(name) & CLASSROOM}
+    assert not back
+    assert "zerobook.grading" in set().union(*(imports_of(n) for n in CLASSROOM))
+
+
+def test_the_old_grading_command_still_runs_the_classrooms():
+    out = subprocess.run([sys.executable, "-m", "zerobook.grading", "--help"], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    assert "python -m zerobook.classroom" in out.stdout and "{release,grade,book}" in out.stdout
 
 
 def test_every_module_stays_under_300_lines():

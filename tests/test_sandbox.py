@@ -1,4 +1,4 @@
-"""zerobook.sandbox (bubblewrap): what a student's code can see, write and leave behind, and the
+"""zerobook.classroom.sandbox (bubblewrap): what a student's code can see, write and leave behind, and the
 report guard that keeps a student's file from reporting for the harness."""
 import json
 import os
@@ -39,7 +39,7 @@ def box():
 
     if sandbox_or_not():
         pytest.skip("bubblewrap does not work here")
-    from zerobook import sandbox
+    from zerobook.classroom import sandbox
 
     return sandbox
 
@@ -69,13 +69,13 @@ def test_a_sandboxed_process_sees_and_keeps_only_its_own_folder(box, tmp_path):
 def test_the_kernel_wrapper_refuses_sockets_outside_a_folder_of_their_own(box, tmp_path):
     connection = tmp_path / "kernel.json"
     connection.write_text(json.dumps({"transport": "tcp", "ip": "127.0.0.1"}))
-    done = subprocess.run([sys.executable, "-m", "zerobook.sandbox", "kernel", "-f", str(connection)],
+    done = subprocess.run([sys.executable, "-m", "zerobook.classroom.sandbox", "kernel", "-f", str(connection)],
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode and "needs ipc sockets" in done.stderr
 
 
 def test_off_means_the_command_itself():
-    from zerobook import sandbox
+    from zerobook.classroom import sandbox
 
     os.environ[sandbox.OFF_ENV] = "1"
     try:
@@ -99,7 +99,9 @@ def guarded(tmp_path, monkeypatch):
     monkeypatch.setenv(dist.REPORT_DIR_ENV, str(tmp_path))
     monkeypatch.setattr(report_guard, "_state", {"codes": None, "globals": None, "written": {}})
     namespace = harness_globals()
-    report_guard.guard(namespace)
+    import zerobook
+
+    report_guard.guard(namespace, owners=(zerobook, dist))
     return namespace, tmp_path
 
 
@@ -147,7 +149,7 @@ def test_a_report_file_written_by_hand_is_tampering(guarded):
 
 LAYOUT_PROBE = """
 import subprocess, sys
-from zerobook import sandbox
+from zerobook.classroom import sandbox
 inside = "import sys, zerobook; print(sys.prefix, zerobook.__file__)"
 argv = sandbox.command([sys.executable, "-c", inside], writable=[sys.argv[1]])
 done = subprocess.run(argv, capture_output=True, text=True)
@@ -189,23 +191,24 @@ def test_an_editable_install_of_another_checkout_is_bound_in_the_sandbox(box, tm
 
 
 def test_a_sandbox_that_cannot_start_says_why_in_the_launch_error(box, tmp_path):
+    from zerobook.classroom.sandbox import RankSandbox
     from zerobook.launch import LaunchError, torchrun
 
     with pytest.raises(LaunchError) as failed:
         torchrun("zerobook.runs.hello", nproc=1, timeout=60, echo=False,
-                 sandbox=[tmp_path / "missing"])
+                 sandbox=RankSandbox([tmp_path / "missing"]))
     assert "bwrap: Can't find source path" in str(failed.value), str(failed.value)
 
 
 def test_a_launch_error_keeps_its_last_line_in_a_one_line_score_reason():
-    from zerobook.clean_score import run_cell
+    from zerobook.classroom.clean_score import run_cell
 
     reason = run_cell("raise RuntimeError('failed; last lines:\\nbwrap: no x')", {})
     assert reason == "RuntimeError: failed; last lines: bwrap: no x", reason
 
 
 def test_a_bubblewrap_too_old_for_the_bounds_is_named(tmp_path, monkeypatch):
-    from zerobook import sandbox
+    from zerobook.classroom import sandbox
 
     fake = tmp_path / "bwrap"  # bubblewrap 0.6: no --size
     version = '[ "$1" = --version ] && echo "bubblewrap 0.6.2" && exit 0\n'

@@ -109,8 +109,9 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
     "gloo" or "nccl". env: more environment variables for the ranks. max_restarts: let torchrun
     restart every rank this many times after a failure (elastic recovery); a run that recovers
     returns normally, one that fails on its last attempt raises as usual. sandbox: run torchrun
-    and its ranks in zerobook.sandbox with these folders writable (and the run's report folder),
-    the current folder as theirs (grading: the student's code sees nothing else).
+    and its ranks in it (grading: zerobook.classroom.sandbox.RankSandbox, whose
+    `wrap(argv, report_dir, environ)` returns the confined command and `set_limits()` bounds
+    each process it starts; the launcher knows nothing more of it).
     """
     if nproc < 1:
         raise ValueError(f"zb.torchrun: nproc must be >= 1, got {nproc}")
@@ -124,11 +125,10 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         tokens = issue_tokens(report_dir, nproc, max_restarts + 1)
         environment = run_env(report_dir, run_id, debug, collective_timeout, extra)
         if sandbox is not None:
-            from zerobook import sandbox as box
-
-            command = box.command(command, writable=[report_dir, *sandbox], cwd=os.getcwd(), environ=environment)
+            command = sandbox.wrap(command, report_dir, environment)
+        limits = sandbox.set_limits if sandbox is not None else None
         try:
-            _run(command, environment, run_id, start + timeout, stream, target, limited=sandbox is not None)
+            _run(command, environment, run_id, start + timeout, stream, target, limits)
         except KeyboardInterrupt:  # _run has stopped every process: say so in one line
             raise LaunchInterrupted(f"interrupted: stopped all {nproc} ranks of {target}") from None
         finally:
@@ -162,14 +162,12 @@ def _log_launch(target: str, nproc: int, args, seconds: float, cpu: float) -> No
             pass
 
 
-def _run(command, env, run_id, deadline, stream, target, limited: bool = False) -> None:
+def _run(command, env, run_id, deadline, stream, target, limits=None) -> None:
     """Start torchrun, stream its output until it exits; always leave no process behind.
-    limited: with the sandbox's per-process limits (zerobook.sandbox.LIMITS)."""
-    from zerobook.sandbox import set_limits
-
+    limits: called in the child before it runs (a sandbox's per-process limits)."""
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=functools.partial(_agent_preexec, os.getpid(), set_limits if limited else None))
+                            preexec_fn=functools.partial(_agent_preexec, os.getpid(), limits))
     try:
         _pump(proc, deadline, stream)
     except _TimedOut:

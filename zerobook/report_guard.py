@@ -9,7 +9,7 @@ they were before the student's file was imported, with the harness's globals and
 unchanged, and the report file on disk is exactly what `report` wrote. That defeats a student
 file that wraps or replaces `zb.report`, patches the harness's helpers, or writes the report file
 itself. It cannot stop code that rewrites this module's memory: the student's file runs in the
-same interpreter. The grader's clean run (zerobook.clean_score) and the sandbox bound what such
+same interpreter. The grader's clean run (zerobook.classroom.clean_score) and the sandbox bound what such
 code can reach; what it tried is in the failure it leaves.
 """
 from __future__ import annotations
@@ -23,24 +23,22 @@ class TamperError(RuntimeError):
     """The student's code replaced what the harness reports with (named in the message)."""
 
 
-def guard(harness_globals: dict) -> None:
-    """Trust the functions `harness_globals` defines now, and remember its globals' values."""
-    import zerobook
-    import zerobook.dist
-
+def guard(harness_globals: dict, owners: tuple) -> None:
+    """Trust the functions `harness_globals` defines now, and remember its globals' values
+    and the `report` each module of `owners` holds (zerobook and zerobook.dist)."""
     functions = [v for v in harness_globals.values() if isinstance(v, types.FunctionType)
                  and v.__module__ == harness_globals.get("__name__")]
     _state["codes"] = {f.__code__ for f in functions}
     _state["globals"] = (harness_globals, dict(harness_globals))
-    _state["report"] = (zerobook, zerobook.dist, zerobook.dist.report)
+    _state["report"] = (owners, owners[-1].report)
 
 
 def check(caller) -> None:
     """Raise TamperError unless the guarded harness itself is reporting (no-op when unguarded)."""
     if _state["codes"] is None:
         return
-    zerobook, dist, report = _state["report"]
-    if zerobook.report is not report or dist.report is not report:
+    owners, report = _state["report"]
+    if any(owner.report is not report for owner in owners):
         raise TamperError("tampering: zb.report was replaced by the student's code")
     module, snapshot = _state["globals"]
     changed = sorted(k for k, v in snapshot.items() if module.get(k) is not v)

@@ -1,4 +1,4 @@
-"""Each graded launch runs once: the grader's clean run (zerobook.clean_score) records every part
+"""Each graded launch runs once: the grader's clean run (zerobook.classroom.clean_score) records every part
 it launches, and the student's sandboxed kernel that nbgrader runs afterwards replays it instead of
 launching again (same lab, part, ranks, options and student file, to the byte).
 
@@ -15,6 +15,8 @@ import json
 import os
 from pathlib import Path
 
+from zerobook.launch import LaunchError, RunResult
+
 CACHE_ENV, WRITE_ENV = "ZEROBOOK_RUN_CACHE", "ZEROBOOK_RUN_CACHE_WRITE"
 
 
@@ -27,8 +29,6 @@ def key(lab: str, student_file: str, part: str, nproc: int, options: dict) -> st
 
 def replay(name: str):
     """The recorded RunResult of launch `name` (LaunchError raised again, if it failed), or None."""
-    from zerobook.launch import LaunchError, RunResult
-
     folder = os.environ.get(CACHE_ENV)
     path = Path(folder) / f"{name}.json" if folder and not os.environ.get(WRITE_ENV) else None
     if path is None or not path.is_file():
@@ -42,8 +42,6 @@ def replay(name: str):
 
 def record(name: str, launch):
     """Run `launch()`; in the clean run, record its result or its LaunchError under `name`."""
-    from zerobook.launch import LaunchError
-
     folder = os.environ.get(CACHE_ENV) if os.environ.get(WRITE_ENV) else None
     try:
         result = launch()

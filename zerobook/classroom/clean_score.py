@@ -1,10 +1,10 @@
 """Scores a student cannot forge: every autograded test of a lab re-run, from the course's own
 notebook (labs/LAB/LAB.ipynb, hidden tests included), in a fresh process that never runs the
-student's code — the student's code runs only in sandboxes (zerobook.sandbox): the ranks each
+student's code — the student's code runs only in sandboxes (zerobook.classroom.sandbox): the ranks each
 part launches, and a function server for the functions written in the notebook itself, which the
 tests call through proxies (arguments and results cross as JSON, exceptions by name).
 
-    python -m zerobook.clean_score LABS LAB SUBMITTED.ipynb WORKDIR RESULT.json
+    python -m zerobook.classroom.clean_score LABS LAB SUBMITTED.ipynb WORKDIR RESULT.json
 
 WORKDIR (the student's code is written there; the sandboxes may write there) must be private to
 this submission; RESULT.json (outside it): {grade_id: {"points", "score", "error"}} for every
@@ -22,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from zerobook.grading import SANDBOX_RANKS_ENV  # set here: run_part sandboxes its ranks
+from zerobook import grading
+from zerobook.classroom import sandbox
 CELL_TIMEOUT_ENV = "ZEROBOOK_CELL_TIMEOUT"
 CELL_TIMEOUT_S = 600  # a graded cell unless the grader says (its launches stop themselves sooner)
 CALL_TIMEOUT_S = 60  # one call of a notebook function in the sandbox
@@ -82,8 +83,6 @@ class FunctionServer:
     builtins' types as they are, anything else as RuntimeError)."""
 
     def __init__(self, setup: str, student: str, workdir: Path):
-        from zerobook import sandbox
-
         argv = sandbox.command([sys.executable, "-c", SERVER], writable=[str(workdir)])
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, start_new_session=True, preexec_fn=sandbox.set_limits)
@@ -191,7 +190,7 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
         return {"error": f"the submission is not a notebook ({type(exc).__name__}: {exc})"[:500]}
     source = json.loads((Path(labs) / lab / f"{lab}.ipynb").read_text())
     os.chdir(workdir)
-    os.environ[SANDBOX_RANKS_ENV] = "1"
+    grading.sandbox_ranks(sandbox.RankSandbox([workdir]))  # the ranks see only this folder
     namespace, setup, results, server = {"__name__": "__main__"}, [], {}, None
     try:
         for kind, meta, code in cells_of(source):

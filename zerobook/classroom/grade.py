@@ -1,11 +1,11 @@
 """Grading a class: every submission in its own sandbox, scored by a clean run, never stopping the rest.
 
-    python -m zerobook.grading grade [--only LAB ...] [--jobs N] [--all] [--no-sandbox]
+    python -m zerobook.classroom grade [--only LAB ...] [--jobs N] [--all] [--no-sandbox]
 
 For each submission (submitted/STUDENT/LAB/LAB.ipynb), new or changed since it was last graded
 (--all: every one): nbgrader autogrades it with the student's kernel in a sandbox
-(zerobook.sandbox: only that submission's folder, no network but loopback, nothing survives it);
-zerobook.clean_score re-runs every autograded test from the course's notebook, in a process the
+(zerobook.classroom.sandbox: only that submission's folder, no network but loopback, nothing survives it);
+zerobook.classroom.clean_score re-runs every autograded test from the course's notebook, in a process the
 student's code never runs in; where the two disagree the clean score is written to the gradebook
 and the submission is flagged for the instructor; the feedback page is made without the hidden
 tests' source. A submission that cannot be graded (not a notebook, a dead kernel, a timeout)
@@ -27,22 +27,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zerobook import clean_score, feedback, run_cache, sandbox
-from zerobook.limits import Bounds, job_env, mechanism
-from zerobook.tutor_files import write_tutor_files
-from zerobook.watchdog import Watchdog
-from zerobook.grading import COURSE_ROOT_ENV, PART_TIMEOUT_ENV
+from zerobook.classroom import clean_score, feedback, sandbox
+from zerobook.classroom.limits import Bounds, job_env, mechanism
+from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S, StepFailed, nbgrader
+from zerobook.classroom.release import lab_names, release_lab
+from zerobook.classroom.watchdog import Watchdog
+from zerobook import run_cache
+from zerobook.grading import PART_TIMEOUT_ENV
 
 STATE = "grading_state.json"  # lab -> student -> digest of what was graded (submission + course notebook)
-SUBMISSION_TIMEOUT_S = 1800  # one student's lab, autograde and clean run each (cells stop themselves sooner)
-QUIET = ("Checksum for grade cell", "has changed!")  # nbgrader's warning for every hidden test: noise
 MIN_PART_S = 45  # a launch's limit is never below this: above the collective timeout (30 s), which names a hang
 SLACK = 3  # x the reference's slowest launch on this machine
 CELL_SLACK_S = 30  # a test cell's own work beside its launches
-
-
-class StepFailed(RuntimeError):
-    """An nbgrader command failed; the message is the end of what it printed."""
 
 
 @dataclass
@@ -56,33 +52,6 @@ class Outcome:
     seconds: float = 0.0
     peak: dict = field(default_factory=dict)  # the most it used at once (limits)
     awaiting: dict[str, float] = field(default_factory=dict)  # grade_id -> points, by hand
-
-
-def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, timeout=SUBMISSION_TIMEOUT_S,
-             part_s=None, replays: str | None = None, job: dict | None = None) -> str:
-    """Run one nbgrader command in labs/ (its config) on course directory `root`, kernels in
-    `sandbox`'s kernelspec (zerobook.sandbox) if given, launches stopped after `part_s`; its
-    output; StepFailed if it fails. job: the grading job's environment."""
-    bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-               **{COURSE_ROOT_ENV: str(root.resolve())}, **({PART_TIMEOUT_ENV: str(part_s)} if part_s else {}),
-               **({run_cache.CACHE_ENV: replays} if replays else {}), **(job or {}))
-    extra = []
-    with tempfile.TemporaryDirectory(prefix="zerobook-kernel-") as runtime:
-        if sandbox is not None:  # ipc sockets in a folder of this call's own: the kernel has no network
-            env.update(JUPYTER_PATH=str(sandbox), JUPYTER_RUNTIME_DIR=runtime)
-            extra = ["--KernelManager.transport=ipc", f"--KernelManager.ip={runtime}/kernel"]
-        try:
-            done = subprocess.run([sys.executable, "-m", "nbgrader", *args, *extra], cwd=labs, env=env,
-                                  capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise StepFailed(f"nbgrader {args[0]} took longer than {timeout} s: a cell that would not stop "
-                             "(an infinite loop that ignores interrupts?)") from None
-    output = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if not any(q in line for q in QUIET))
-    if done.returncode:
-        errors = [line for line in output.splitlines() if "[ERROR]" in line or "Error" in line]
-        raise StepFailed("; ".join(errors[-3:])[-1_000:] or f"nbgrader {args[0]} exited {done.returncode}")
-    return output
 
 
 def submitted(root: Path) -> dict[str, list[str]]:
@@ -105,7 +74,7 @@ def digest(labs: Path, root: Path, lab: str, student: str) -> str:
 
 def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None,
               replays: str | None = None, job: dict | None = None) -> dict:
-    """zerobook.clean_score on `notebook`, in a private scratch folder: {grade_id: result};
+    """zerobook.classroom.clean_score on `notebook`, in a private scratch folder: {grade_id: result};
     limits: {"part_s", "cell_s"} (lab_limits); replays: a folder to record its launches in
     (zerobook.run_cache), for the kernel to replay."""
     env = dict(os.environ, **({PART_TIMEOUT_ENV: str(limits["part_s"]),
@@ -117,7 +86,7 @@ def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None,
         work, result = Path(scratch) / "work", Path(scratch) / "result.json"
         work.mkdir()
         try:
-            subprocess.run([sys.executable, "-m", "zerobook.clean_score", str(labs), lab, str(notebook), str(work),
+            subprocess.run([sys.executable, "-m", "zerobook.classroom.clean_score", str(labs), lab, str(notebook), str(work),
                             str(result)], capture_output=True, timeout=budget, start_new_session=True, env=env)
         except subprocess.TimeoutExpired:
             return {"error": f"the clean run took longer than {budget} s (every launch at its limit)"}
@@ -160,13 +129,13 @@ class Grader:
         for slot in range(max(1, jobs)):  # a uid and a watchdog per concurrent job
             self.slots.put(job_env(slot, self.bounds))
         self.kernels = None
-        if not sandboxed:  # the clean runs' ranks and function servers too (zerobook.sandbox.OFF_ENV)
+        if not sandboxed:  # the clean runs' ranks and function servers too (zerobook.classroom.sandbox.OFF_ENV)
             os.environ[sandbox.OFF_ENV] = "1"
         if sandboxed:
             self.kernels = sandbox.kernelspec(Path(tempfile.mkdtemp(prefix="zerobook-kernelspec-")))
 
     def submission(self, lab: str, student: str) -> Outcome:
-        """One student's lab, timed, within its bounds (zerobook.limits: a watchdog
+        """One student's lab, timed, within its bounds (zerobook.classroom.limits: a watchdog
         stops it, and that is its failure): see grade_one."""
         start, job = time.monotonic(), self.slots.get()
         try:
@@ -238,14 +207,6 @@ def load_state(root: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def release_lab(labs: Path, root: Path, lab: str) -> str:
-    """nbgrader's student version of `lab` in root/release/lab (solutions and hidden tests out),
-    with the files that tell coding assistants to tutor; nbgrader's output."""
-    out = nbgrader(labs, root, "generate_assignment", lab, "--force")
-    write_tutor_files(root / "release" / lab)
-    return out
-
-
 def to_grade(labs: Path, root: Path, wanted: dict, everyone: bool) -> list[tuple[str, str, str]]:
     """(lab, student, digest) of each submission new or changed since it was last graded
     (everyone: all of them); nbgrader's gradebook learns each lab first."""
@@ -264,8 +225,6 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
     """Grade every new or changed submission (of the labs in `only`, if given), `jobs` at once;
     write grades.csv for everyone; return it and the outcomes. A lab submitted without its source
     notebook is an error: nothing is graded."""
-    from zerobook.grading import lab_names
-
     wanted = {lab: students for lab, students in submitted(root).items() if not only or lab in only}
     missing = sorted(set(wanted) - set(lab_names(labs)))
     if missing:

@@ -2,7 +2,7 @@
 touch while the instructor grades it.
 
     command(["python", "-c", "..."], writable=[submission_dir])  # an argv to run
-    python -m zerobook.sandbox kernel -f CONNECTION_FILE          # a kernel inside
+    python -m zerobook.classroom.sandbox kernel -f CONNECTION_FILE          # a kernel inside
 
 Inside: the system's programs and libraries, the interpreter, the venv and the zerobook
 package, all read-only (at their real paths: a venv may be a link to a shared one, an
@@ -12,8 +12,8 @@ submission's disk bound) and HOME; nothing else of the course (no labs/, no othe
 submissions, no gradebook, no ZEROBOOK_COURSE_ROOT). Namespaces: a network with only
 loopback (gloo still works over it), a PID namespace (every process the submission
 starts dies with the sandbox), and an unprivileged user with no capabilities: a root
-grader's job uid (zerobook.limits), else uid UID of a user namespace. Limits: address
-space and file size per process (LIMITS), the submission's bounds (zerobook.limits: per
+grader's job uid (zerobook.classroom.limits), else uid UID of a user namespace. Limits: address
+space and file size per process (LIMITS), the submission's bounds (zerobook.classroom.limits: per
 process here, all its processes together by the grader's watchdog); time is the
 caller's (a cell's timeout, a launch's timeout). Linux only; `available()` says why not.
 """
@@ -27,7 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from zerobook import limits
+from zerobook import run_cache
+from zerobook.classroom import limits
 
 ETC = ["passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
        "alternatives", "fonts"]  # what programs read from /etc: not shadow, not the machine's secrets
@@ -110,7 +111,7 @@ def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | No
     their own paths, `cwd` (default: the first writable one) as its working directory; inside,
     only passed_env(environ) (default: this process's), HOME and the caches in its private /tmp,
     and `env`. With OFF_ENV=1 in this process's environment: argv itself, unsandboxed.
-    A root grader's job uid (zerobook.limits.job_uid) is given the writable folders and
+    A root grader's job uid (zerobook.classroom.limits.job_uid) is given the writable folders and
     the readable files, and the processes inside run as it."""
     if os.environ.get(OFF_ENV) == "1":
         return list(argv)
@@ -190,7 +191,7 @@ def interpreter() -> str:
 
 def set_limits() -> None:
     """preexec_fn for the sandbox's process: the per-process limits of LIMITS, and the
-    submission's bounds that are per process (zerobook.limits): CPU time, open files,
+    submission's bounds that are per process (zerobook.classroom.limits): CPU time, open files,
     and (for a job uid, which as_student switches to inside) its tasks."""
     bounds = limits.Bounds.from_env()
     more = {resource.RLIMIT_CPU: bounds.cpu_s,
@@ -199,6 +200,24 @@ def set_limits() -> None:
         more[resource.RLIMIT_NPROC] = bounds.tasks + limits.SLACK
     for limit, value in {**LIMITS, **more}.items():
         resource.setrlimit(limit, (value, value))
+
+
+class RankSandbox:
+    """What zb.torchrun(sandbox=...) runs torchrun and its ranks in: bubblewrap with
+    `writable` folders (and the run's report folder) writable, the current folder as
+    theirs, each process started under set_limits (grading: the student's code sees
+    nothing else)."""
+
+    def __init__(self, writable):
+        self.writable = [str(folder) for folder in writable]
+
+    def wrap(self, argv: list[str], report_dir: str, environ: dict) -> list[str]:
+        writable = [report_dir, *self.writable]
+        return command(argv, writable=writable, cwd=os.getcwd(), environ=environ)
+
+    @staticmethod
+    def set_limits() -> None:
+        set_limits()
 
 
 def kernel(connection_file: str, extra=()) -> None:
@@ -213,11 +232,9 @@ def kernel(connection_file: str, extra=()) -> None:
     info = json.loads(Path(connection_file).read_text())
     sockets = os.path.dirname(os.path.abspath(info.get("ip", "")))
     if info.get("transport") != "ipc" or not os.path.basename(sockets).startswith("zerobook-kernel-"):
-        sys.exit(f"zerobook.sandbox kernel: needs ipc sockets in a zerobook-kernel-* folder of their own, got "
+        sys.exit(f"zerobook.classroom.sandbox kernel: needs ipc sockets in a zerobook-kernel-* folder of their own, got "
                  f"transport {info.get('transport')!r} at {info.get('ip')!r}")
-    from zerobook.run_cache import CACHE_ENV
-
-    replays = [os.environ[CACHE_ENV]] if os.environ.get(CACHE_ENV) else []  # the clean run's launches
+    replays = [os.environ[run_cache.CACHE_ENV]] if os.environ.get(run_cache.CACHE_ENV) else []  # the clean run's launches
     argv = command([sys.executable, "-m", "ipykernel_launcher", "-f", os.path.abspath(connection_file), *extra],
                    writable=[os.getcwd(), sockets], readable=[connection_file, *replays],
                    env={"JUPYTER_RUNTIME_DIR": sockets})
@@ -231,12 +248,12 @@ def kernelspec(folder: Path) -> Path:
     spec = Path(folder) / "kernels" / "python3"
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(__import__("json").dumps({
-        "argv": [sys.executable, "-m", "zerobook.sandbox", "kernel", "-f", "{connection_file}"],
+        "argv": [sys.executable, "-m", "zerobook.classroom.sandbox", "kernel", "-f", "{connection_file}"],
         "display_name": "Python 3 (sandboxed for grading)", "language": "python", "interrupt_mode": "message"}))
     return Path(folder)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["kernel"] or sys.argv[2:3] != ["-f"] or len(sys.argv) < 4:
-        sys.exit("usage: python -m zerobook.sandbox kernel -f CONNECTION_FILE [KERNEL ARGUMENTS]")
+        sys.exit("usage: python -m zerobook.classroom.sandbox kernel -f CONNECTION_FILE [KERNEL ARGUMENTS]")
     kernel(sys.argv[3], sys.argv[4:])

@@ -14,7 +14,7 @@ TUTOR_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".github/copilot-instructi
 def write_tutor_files(folder: Path) -> None:
     """Tell AI coding assistants in a released lab to tutor, never solve: zerobook/assets/tutor.md
     under each name the common assistants read (Cursor's rule with its front matter)."""
-    text = (Path(__file__).parent / "assets" / "tutor.md").read_text()
+    text = (Path(__file__).parents[1] / "assets" / "tutor.md").read_text()
     for name in TUTOR_FILES:
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)

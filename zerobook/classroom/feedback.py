@@ -1,6 +1,6 @@
 """What a graded submission leaves: its scores in the gradebook, its feedback, the instructor's flags.
 
-`reconcile` writes the clean run's score (zerobook.clean_score) over nbgrader's where they differ;
+`reconcile` writes the clean run's score (zerobook.classroom.clean_score) over nbgrader's where they differ;
 `awaiting_manual` and `label_awaiting` say which answers wait for the instructor's hand-grade
 (nbgrader shows them as 0), on the feedback page and in grades.csv; `scrub` takes the hidden
 tests' source and the tracebacks out of the notebook the feedback is made

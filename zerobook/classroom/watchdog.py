@@ -1,4 +1,4 @@
-"""The watchdog of one grading job (zerobook.limits has the bounds): every 0.1 s it
+"""The watchdog of one grading job (zerobook.classroom.limits has the bounds): every 0.1 s it
 adds up what the job's sandboxes use (tasks, memory with shared pages counted once,
 bytes and files in the folders they may write, the open files of each process); past a
 bound it kills them all (SIGKILL: none waits for its children), keeping the reason.
@@ -16,7 +16,7 @@ from dataclasses import asdict
 
 import psutil
 
-from zerobook.limits import JOB_ENV, UID_ENV, Bounds, MiB, kill_uid
+from zerobook.classroom.limits import JOB_ENV, UID_ENV, Bounds, MiB, kill_uid
 
 
 class Watchdog:

@@ -1,7 +1,7 @@
 """What one submission may use while it is graded, all its processes together: processes
 and threads, memory, CPU time, disk and open files. zerobook.classroom bounds each
-submission (a uid and a watchdog, zerobook.watchdog, per concurrent job),
-zerobook.sandbox each process.
+submission (a uid and a watchdog, zerobook.classroom.watchdog, per concurrent job),
+zerobook.classroom.sandbox each process.
 
     ZEROBOOK_LIMIT_TASKS=512 ZEROBOOK_LIMIT_MEMORY_MB=6144 make grade  # the defaults
 

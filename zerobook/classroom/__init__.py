@@ -1,0 +1,18 @@
+"""The classroom: releasing the labs and grading a class, in one room.
+
+    python -m zerobook.classroom release | grade | book     (zerobook.classroom.__main__)
+
+release       the student versions (nbgrader), with the files that tell assistants to tutor
+grade         every submission: autograded in a sandbox, scored by a clean run, bounded
+clean_score   the clean run: the course's tests against a submission, in a process of its own
+sandbox       bubblewrap around a student's kernel and ranks; RankSandbox for zb.torchrun
+limits        what one submission may use together (processes, memory, disk), and job uids
+watchdog      kills a submission that passes its bounds, recording why
+feedback      what the student and the instructor read afterwards
+nbgrader_app  one nbgrader command on the course
+tutor_files   AGENTS.md and the names other coding assistants read
+
+Arrows go one way: the classroom calls the launcher (zerobook.grading, zerobook.launch),
+which starts the rank side (zerobook.rank_entry, zerobook.labs); nothing there imports
+the classroom. A lab notebook needs only zerobook.grading.
+"""
