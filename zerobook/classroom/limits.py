@@ -74,6 +74,27 @@ def job_env(slot: int, bounds: Bounds) -> dict[str, str]:
 _claimed: dict[int, int] = {}  # uid -> its lock's file descriptor, held while we live
 
 
+def uid_lock(uid: int) -> str:
+    """The lock file a grader holds while job uid `uid` is its."""
+    folder = UID_LOCKS if os.access(os.path.dirname(UID_LOCKS), os.W_OK) else "/tmp"
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    return os.path.join(folder, f"zerobook-job-uid-{uid}")
+
+
+def uid_held(uid: int) -> bool:
+    """Whether a live grading process holds job uid `uid` now."""
+    import fcntl
+
+    fd = os.open(uid_lock(uid), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False  # closing the file below lets it go again
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def claim_uid() -> int:
     """A uid of JOB_UIDS that no user of this machine has and no other grading process
     holds (a lock file each, held until this process exits); any process still running
@@ -81,16 +102,10 @@ def claim_uid() -> int:
     import fcntl
     import pwd
 
-    folder = UID_LOCKS if os.access(os.path.dirname(UID_LOCKS), os.W_OK) else "/tmp"
-    os.makedirs(folder, mode=0o700, exist_ok=True)
     for uid in JOB_UIDS:
         if uid in _claimed or uid in {u.pw_uid for u in pwd.getpwall()}:
             continue
-        fd = os.open(
-            os.path.join(folder, f"zerobook-job-uid-{uid}"),
-            os.O_CREAT | os.O_RDWR,
-            0o600,
-        )
+        fd = os.open(uid_lock(uid), os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
