@@ -30,9 +30,10 @@ from zerobook.training import rank_batch
 
 PARTS = ["train"]
 # 3 blocks: 39 gradients, 41,376 elements, which backward does not produce in the
-# reverse of model.parameters()'s order; 24 KiB buckets: 5 of them
+# reverse of model.parameters()'s order; 32 KiB buckets: 5, the last under the cap
+# (finish() must send it)
 CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
-BUCKET_CAP_BYTES, STEPS, BATCH, LR, SEED = 24 * 1024, 3, 2, 1e-3, 1234
+BUCKET_CAP_BYTES, STEPS, BATCH, LR, SEED = 32 * 1024, 3, 2, 1e-3, 1234
 FORBIDDEN = ("zerobook.ddp", "zerobook.bucket_events")  # the course's DDP, the grader's
 ALL_GATHER = dist.all_gather_into_tensor  # the harness's own, never a wrapper
 MEANS = {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * (1 / n)}
