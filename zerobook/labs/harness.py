@@ -15,10 +15,15 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import inspect
+import json
+import os
 import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # zerobook/
+# an instructor's hidden parameters for this lab's harness, as JSON (the classroom sets it
+# from a private labs/LAB/hidden_params.json; see lab_params)
+PARAMS_ENV = "ZEROBOOK_LAB_PARAMS"
 # the student's calls in progress (they nest: a hook calls a unit, which calls gather)
 _calls = [0]
 _taken: list[str] = []  # withheld functions the student's code called, in order
@@ -34,6 +39,22 @@ def parse_args(parts: list[str], argv=None) -> argparse.Namespace:
     parser.add_argument("--student", required=True, help="the student's .py file")
     parser.add_argument("--part", required=True, choices=parts)
     return parser.parse_args(argv)
+
+
+def lab_params(**defaults):
+    """The harness's parameters: `defaults`, each replaced by the instructor's hidden value
+    where PARAMS_ENV gives one (seeds, sizes, steps the students never saw). A key the
+    harness does not have, or a value of another type, is an error that says which."""
+    given = json.loads(os.environ.get(PARAMS_ENV) or "{}")
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ValueError(f"hidden parameters {unknown}: this lab's harness takes "
+                         f"{sorted(defaults)}")
+    for key, value in given.items():
+        if type(value) is not type(defaults[key]):
+            raise TypeError(f"hidden parameter {key}={value!r}: a "
+                            f"{type(defaults[key]).__name__} like {defaults[key]!r}")
+    return {**defaults, **given}
 
 
 def load_student(path: str, withheld=()):
