@@ -97,11 +97,14 @@ test-quick: $(STAMP)
 gpu-check: $(STAMP)
 	$(PY) benchmarks/gpu.py
 
+# LABS=path/to/private-labs: release and grade from an instructor's private copy of labs/
+# (its own hidden tests, and hidden_params.json per lab: book/how_to_use.md, "For instructors").
+LABS ?= labs
 release: $(STAMP)
-	$(PY) -m zerobook.classroom release
+	$(PY) -m zerobook.classroom release --labs $(LABS)
 
 grade: $(STAMP)
-	$(PY) -m zerobook.classroom grade
+	$(PY) -m zerobook.classroom grade --labs $(LABS)
 
 clean:
 	rm -rf _build .pytest_cache

@@ -14,7 +14,7 @@ c.CourseDirectory.root = ROOT
 c.CourseDirectory.source_directory = HERE
 c.CourseDirectory.db_url = f"sqlite:///{os.path.join(ROOT, 'gradebook.db')}"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*_student.py",
-                            "nbgrader_config.py"]
+                            "nbgrader_config.py", "hidden_params.json"]  # an instructor's private values
 # Each cell may run this long; a cell that runs longer is interrupted, scores 0, and grading
 # goes on with the next cell. Launches inside a cell stop themselves sooner (PART_TIMEOUT_S).
 c.Execute.timeout = 300  # a cell may launch two parts, each stopped after PART_TIMEOUT_S = 60 s

@@ -21,14 +21,15 @@ def sandbox_or_not() -> list[str]:
     return ["--no-sandbox"] if why else []
 
 
-def run_grading(*args, root, check: bool = True,
-                env=None) -> subprocess.CompletedProcess:
+def run_grading(*args, root, check: bool = True, env=None,
+                labs=None) -> subprocess.CompletedProcess:
     """`python -m zerobook.classroom ARGS --root ROOT` (what `make release` / `make grade`
-    run), `env` added to its environment; grade without the sandbox where bubblewrap
-    does not work here (sandbox_or_not)."""
+    run), `env` added to its environment, `labs` the labs folder (default labs/); grade
+    without the sandbox where bubblewrap does not work here (sandbox_or_not)."""
     import os
 
     extra = sandbox_or_not() if args and args[0] == "grade" else []
+    extra += ["--labs", str(labs)] if labs else []
     done = subprocess.run([sys.executable, "-m", "zerobook.classroom", *args, *extra, "--root", str(root)],
                           cwd=ROOT, timeout=900, capture_output=True, text=True,
                           env={**os.environ, **(env or {})})
@@ -42,16 +43,18 @@ def source(lab: str) -> str:
     return (ROOT / "labs" / lab / f"{lab}.ipynb").read_text()
 
 
-def round_trip(root, submissions, labs, check: bool = True) -> subprocess.CompletedProcess:
+def round_trip(root, submissions, labs, check: bool = True,
+               labs_dir=None) -> subprocess.CompletedProcess:
     """Release `labs` into `root`, submit `submissions(root)` ({lab: {student: notebook}}), and
-    grade them all in one call (check: that every submission could be graded); return that call."""
-    run_grading("release", "--only", *labs, root=root)
+    grade them all in one call (check: that every submission could be graded); return that call.
+    labs_dir: the labs folder (an instructor's private copy), default labs/."""
+    run_grading("release", "--only", *labs, root=root, labs=labs_dir)
     for lab, notebooks in submissions(root).items():
         for student, notebook in notebooks.items():
             folder = root / "submitted" / student / lab
             folder.mkdir(parents=True)
             (folder / f"{lab}.ipynb").write_text(notebook)
-    return run_grading("grade", root=root, check=check)
+    return run_grading("grade", root=root, check=check, labs=labs_dir)
 
 
 def reference_and_release(labs):

@@ -8,7 +8,7 @@ own, so that pytest-xdist can run them side by side.
 """
 import pytest
 
-from grading_helpers import part_scores, reference_and_release, round_trip, written_answers
+from grading_helpers import part_scores, reference_and_release, round_trip, source, written_answers
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
 
@@ -70,7 +70,6 @@ def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_pa
     zerobook.ddp scores 0 on every part, its feedback saying why."""
     import json
 
-    from grading_helpers import source
     from test_labs import PLANNED_BUCKETS
 
     def with_rank_script(script: str) -> str:
@@ -90,3 +89,26 @@ def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_pa
     page = lambda student: (tmp_path / "feedback" / student / "ddp" / "ddp.html").read_text()
     assert "the same gradients in another order" in page("planned")
     assert "the course&#x27;s own implementation" in page("borrows") or "the course's own implementation" in page("borrows")
+
+
+def test_a_private_copy_of_the_labs_grades_with_parameters_students_never_saw(tmp_path):
+    """`make grade LABS=private`: Lab 2 from an instructor's copy of labs/ whose
+    hidden_params.json gives the harness another cap and seed; it is not released, the
+    reference still scores full marks, and its run used the instructor's cap."""
+    import json
+    import shutil
+
+    from conftest import ROOT
+
+    private = tmp_path / "private-labs"
+    shutil.copytree(ROOT / "labs" / "ddp", private / "ddp",
+                    ignore=shutil.ignore_patterns("*_student.py", "__pycache__"))
+    shutil.copy(ROOT / "labs" / "nbgrader_config.py", private)
+    (private / "ddp" / "hidden_params.json").write_text(
+        json.dumps({"bucket_cap_bytes": 40960, "seed": 99}))
+    root = tmp_path / "course"
+    round_trip(root, lambda r: {"ddp": {"reference": source("ddp")}}, ["ddp"], labs_dir=private)
+    assert not list((root / "release" / "ddp").glob("hidden_params*"))
+    assert part_scores(root, "ddp", POINTS["ddp"])["reference"] == POINTS["ddp"]
+    graded = (root / "autograded" / "reference" / "ddp" / "ddp.ipynb").read_text()
+    assert "a cap of 40,960 bytes" in graded and "a cap of 32,768 bytes" not in graded

@@ -34,7 +34,9 @@ from zerobook.classroom.release import lab_names, release_lab
 from zerobook.classroom.watchdog import Watchdog
 from zerobook import run_cache
 from zerobook.grading import PART_TIMEOUT_ENV
+from zerobook.labs.harness import PARAMS_ENV
 
+HIDDEN = "hidden_params.json"  # labs/LAB/: the instructor's own values for the harness (never released)
 STATE = "grading_state.json"  # lab -> student -> digest of what was graded (submission + course notebook)
 MIN_PART_S = 45  # a launch's limit is never below this: above the collective timeout (30 s), which names a hang
 SLACK = 3  # x the reference's slowest launch on this machine
@@ -63,9 +65,26 @@ def submitted(root: Path) -> dict[str, list[str]]:
     return out
 
 
+def hidden_env(labs: Path, lab: str) -> dict:
+    """The environment that gives lab `lab`'s harness the instructor's hidden parameters
+    (labs/LAB/hidden_params.json, a JSON object; see zerobook.labs.harness.lab_params)."""
+    path = labs / lab / HIDDEN
+    if not path.is_file():
+        return {}
+    try:
+        params = json.loads(path.read_text())
+    except ValueError as exc:
+        raise SystemExit(f"{path}: not JSON ({exc}); nothing was graded") from None
+    if not isinstance(params, dict):
+        raise SystemExit(f"{path}: a JSON object of the harness's parameters, got {params!r}")
+    return {PARAMS_ENV: json.dumps(params)}
+
+
 def digest(labs: Path, root: Path, lab: str, student: str) -> str:
-    """What a grade depends on: the submission's files and the course's notebook of the lab."""
+    """What a grade depends on: the submission's files, the course's notebook of the lab and
+    its hidden parameters."""
     h = hashlib.sha256((labs / lab / f"{lab}.ipynb").read_bytes())
+    h.update(json.dumps(hidden_env(labs, lab)).encode())
     for path in sorted((root / "submitted" / student / lab).rglob("*")):
         if path.is_file():
             h.update(str(path.relative_to(root)).encode() + path.read_bytes())
@@ -80,7 +99,7 @@ def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None,
     env = dict(os.environ, **({PART_TIMEOUT_ENV: str(limits["part_s"]),
                                clean_score.CELL_TIMEOUT_ENV: str(limits["cell_s"])} if limits else {}),
                **({run_cache.CACHE_ENV: replays, run_cache.WRITE_ENV: "1"}
-                  if replays else {}), **(job or {}))
+                  if replays else {}), **(job or {}), **hidden_env(labs, lab))
     budget = limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="zerobook-clean-") as scratch:
         work, result = Path(scratch) / "work", Path(scratch) / "result.json"
@@ -193,7 +212,7 @@ class Grader:
         with self.lock:
             nbgrader(self.labs, self.root, "autograde", lab, "--force", "--student",
                      student, *cell_limit, sandbox=self.kernels, replays=replays,
-                     job=job, part_s=limits and limits["part_s"],
+                     job={**(job or {}), **hidden_env(self.labs, lab)}, part_s=limits and limits["part_s"],
                      timeout=limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S)
 
     def failed(self, outcome: Outcome, reason: str) -> Outcome:
