@@ -1,6 +1,7 @@
 """What the benchmark scripts share: the command line of a step-time benchmark, and printing a
 report (and saving it when asked: the text, and the measurements as JSON beside it, which the
 chapters read)."""
+
 import argparse
 import json
 import time
@@ -17,7 +18,9 @@ def emit(text: str, save: str | None, data=None) -> None:
         Path(save).write_text(text + "\n")
         if data is not None:
             record = {"date": time.strftime("%Y-%m-%d"), "results": data}
-            Path(save).with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
+            Path(save).with_suffix(".json").write_text(
+                json.dumps(record, indent=1) + "\n"
+            )
 
 
 def step_time_benchmark(run: str, report, **defaults) -> None:
@@ -28,11 +31,26 @@ def step_time_benchmark(run: str, report, **defaults) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--batch", type=int, default=4, help="sequences per rank per step")
+    parser.add_argument(
+        "--batch", type=int, default=4, help="sequences per rank per step"
+    )
     parser.add_argument("--save", help="also write the report to this file")
     parser.set_defaults(**defaults)
     cli = parser.parse_args()
-    args = ["--rounds", cli.rounds, "--hidden", cli.hidden, "--layers", cli.layers, "--batch", cli.batch]
-    results = {n: zb.torchrun(f"zerobook.runs.{run}", nproc=n, echo=False, timeout=1200, args=args).ranks[0]
-               for n in cli.world_sizes}
+    args = [
+        "--rounds",
+        cli.rounds,
+        "--hidden",
+        cli.hidden,
+        "--layers",
+        cli.layers,
+        "--batch",
+        cli.batch,
+    ]
+    results = {
+        n: zb.torchrun(
+            f"zerobook.runs.{run}", nproc=n, echo=False, timeout=1200, args=args
+        ).ranks[0]
+        for n in cli.world_sizes
+    }
     emit(report(results), cli.save, results)

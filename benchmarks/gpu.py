@@ -16,6 +16,7 @@ from the profiler, the allocator's record of one step); 9. the capstone's GPT tr
 in bf16 (zerobook.runs.capstone: tokens/s, held-out bits per byte, a sample).
 Each section is recorded as it ends; one that fails records its error and the next one runs.
 """
+
 import argparse
 import json
 import sys
@@ -26,30 +27,95 @@ from pathlib import Path
 
 import torch
 
-from gpu_paths import collectives, every_lab, every_run, first_line, gpu_count, launch, placements
+from gpu_paths import (
+    collectives,
+    every_lab,
+    every_run,
+    first_line,
+    gpu_count,
+    launch,
+    placements,
+)
 from gpu_report import render
 
 RESULTS = Path(__file__).parent / "results"
 MEMORY_MODEL = ["--hidden", "1024", "--layers", "8", "--vocab", "8192", "--batch", "4"]
 SPEED_MODEL = ["--hidden", "1024", "--layers", "8", "--batch", "8", "--rounds", "5"]
-OFFLOAD_MODEL = ["--hidden", "2048", "--layers", "8", "--heads", "16", "--seq-len", "1024", "--steps", "5"]
-OFFLOAD_BATCHES = (4, 16)  # sequences per step: copy-bound, then compute-bound (a block's copy is fixed)
-CAPSTONE_MODEL = ["--hidden", "768", "--layers", "12", "--heads", "12", "--seq-len", "512", "--batch", "32",
-                  "--steps", "2000", "--warmup", "100", "--lr", "1e-3", "--eval-every", "250",
-                  "--eval-batches", "16", "--log-every", "250", "--sample", "400"]
-CAPSTONE_DRY = ["--steps", "6", "--eval-every", "6", "--eval-batches", "1", "--sample", "8"]
+OFFLOAD_MODEL = [
+    "--hidden",
+    "2048",
+    "--layers",
+    "8",
+    "--heads",
+    "16",
+    "--seq-len",
+    "1024",
+    "--steps",
+    "5",
+]
+OFFLOAD_BATCHES = (
+    4,
+    16,
+)  # sequences per step: copy-bound, then compute-bound (a block's copy is fixed)
+CAPSTONE_MODEL = [
+    "--hidden",
+    "768",
+    "--layers",
+    "12",
+    "--heads",
+    "12",
+    "--seq-len",
+    "512",
+    "--batch",
+    "32",
+    "--steps",
+    "2000",
+    "--warmup",
+    "100",
+    "--lr",
+    "1e-3",
+    "--eval-every",
+    "250",
+    "--eval-batches",
+    "16",
+    "--log-every",
+    "250",
+    "--sample",
+    "400",
+]
+CAPSTONE_DRY = [
+    "--steps",
+    "6",
+    "--eval-every",
+    "6",
+    "--eval-batches",
+    "1",
+    "--sample",
+    "8",
+]
 
 
 def environment() -> dict:
     """Device, driver, torch, CUDA and NCCL versions."""
     import subprocess
 
-    out = dict(torch=torch.__version__, cuda=torch.version.cuda, gpus=gpu_count(), date=time.strftime("%Y-%m-%d"))
+    out = dict(
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        gpus=gpu_count(),
+        date=time.strftime("%Y-%m-%d"),
+    )
     if out["gpus"]:
-        out.update(device=torch.cuda.get_device_name(0), nccl=".".join(map(str, torch.cuda.nccl.version())),
-                   memory_bytes=torch.cuda.get_device_properties(0).total_memory)
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True)
+        out.update(
+            device=torch.cuda.get_device_name(0),
+            nccl=".".join(map(str, torch.cuda.nccl.version())),
+            memory_bytes=torch.cuda.get_device_properties(0).total_memory,
+        )
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        )
         out["driver"] = smi.stdout.strip() or "unknown"
     return out
 
@@ -58,7 +124,11 @@ def cuda_memory(gpus: int, model_args, world_sizes=(2, 4)) -> dict:
     """world size -> rank 0's cuda_memory report (NCCL when each rank has a GPU, else gloo on CUDA)."""
     out = {}
     for n in world_sizes:
-        placement = (n, "nccl", {}) if gpus >= n else (n, "gloo", {"ZEROBOOK_DEVICE": "cuda"} if gpus else {})
+        placement = (
+            (n, "nccl", {})
+            if gpus >= n
+            else (n, "gloo", {"ZEROBOOK_DEVICE": "cuda"} if gpus else {})
+        )
         out[n] = launch("cuda_memory", placement, model_args, 300)
     return out
 
@@ -66,19 +136,34 @@ def cuda_memory(gpus: int, model_args, world_sizes=(2, 4)) -> dict:
 def bandwidth(gpus: int) -> dict:
     """Built-in all-reduce, reduce-scatter and all-gather (and our ring where the backend has
     send/recv on these tensors) from 1 KiB to 256 MiB at the widest placement."""
-    label, placement = next(iter(placements(gpus).items())) if gpus >= 2 else list(placements(gpus).items())[-1]
-    impls = "builtin,reduce_scatter,all_gather" + (",ring" if placement[1] == "nccl" or gpus == 0 else "")
-    report = launch("bandwidth", placement, ["--max-bytes", str(2**28 if gpus else 2**20), "--impls", impls], 300)
+    label, placement = (
+        next(iter(placements(gpus).items()))
+        if gpus >= 2
+        else list(placements(gpus).items())[-1]
+    )
+    impls = "builtin,reduce_scatter,all_gather" + (
+        ",ring" if placement[1] == "nccl" or gpus == 0 else ""
+    )
+    report = launch(
+        "bandwidth",
+        placement,
+        ["--max-bytes", str(2**28 if gpus else 2**20), "--impls", impls],
+        300,
+    )
     return dict(report, placement=label)
 
 
 def step_times(gpus: int, model_args) -> dict:
     """placement -> zero3_speed's report: ours vs FSDP2, with and without prefetch."""
-    return {label: launch("zero3_speed", placement, model_args, 300) for label, placement in placements(gpus).items()}
+    return {
+        label: launch("zero3_speed", placement, model_args, 300)
+        for label, placement in placements(gpus).items()
+    }
 
 
 def intervals_overlap(a: list, b: list) -> float:
     """Total time covered by both interval lists at once (each a list of (start, end), merged first)."""
+
     def merged(spans):
         out = []
         for start, end in sorted(spans):
@@ -87,6 +172,7 @@ def intervals_overlap(a: list, b: list) -> float:
             else:
                 out.append([start, end])
         return out
+
     total, b = 0.0, merged(b)
     for start, end in merged(a):
         total += sum(max(0.0, min(end, e) - max(start, s)) for s, e in b)
@@ -97,10 +183,17 @@ def busy_beside_compute(kinds: dict) -> dict:
     """kind -> count, streams, busy microseconds and those while a `compute` event ran, for
     lists of profiler events by kind (`compute` among them)."""
     span = lambda es: [(e["ts"], e["ts"] + e["dur"]) for e in es]
-    return {kind: dict(count=len(es), streams=sorted({e.get("args", {}).get("stream") for e in es}),
-                       busy_us=sum(e["dur"] for e in es),
-                       beside_compute_us=intervals_overlap(span(es), span(kinds["compute"])) if kind != "compute" else 0)
-            for kind, es in kinds.items()}
+    return {
+        kind: dict(
+            count=len(es),
+            streams=sorted({e.get("args", {}).get("stream") for e in es}),
+            busy_us=sum(e["dur"] for e in es),
+            beside_compute_us=intervals_overlap(span(es), span(kinds["compute"]))
+            if kind != "compute"
+            else 0,
+        )
+        for kind, es in kinds.items()
+    }
 
 
 def kernel_overlap(trace_path: str) -> dict:
@@ -108,9 +201,20 @@ def kernel_overlap(trace_path: str) -> dict:
     on, their busy time, and how long each kind ran while a compute kernel did (microseconds)."""
     events = json.loads(Path(trace_path).read_text())["traceEvents"]
     return busy_beside_compute(
-        {"nccl": [e for e in events if e.get("cat") == "kernel" and "nccl" in e["name"].lower()],
-         "copies": [e for e in events if e.get("cat") == "gpu_memcpy"],
-         "compute": [e for e in events if e.get("cat") == "kernel" and "nccl" not in e["name"].lower()]})
+        {
+            "nccl": [
+                e
+                for e in events
+                if e.get("cat") == "kernel" and "nccl" in e["name"].lower()
+            ],
+            "copies": [e for e in events if e.get("cat") == "gpu_memcpy"],
+            "compute": [
+                e
+                for e in events
+                if e.get("cat") == "kernel" and "nccl" not in e["name"].lower()
+            ],
+        }
+    )
 
 
 def copy_overlap(trace_path: str) -> dict:
@@ -119,10 +223,17 @@ def copy_overlap(trace_path: str) -> dict:
     `window_us` from the first GPU event's start to the last one's end."""
     events = json.loads(Path(trace_path).read_text())["traceEvents"]
     copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
-    kinds = {"h2d": [e for e in copies if "HtoD" in e["name"]], "d2h": [e for e in copies if "DtoH" in e["name"]],
-             "compute": [e for e in events if e.get("cat") == "kernel"]}
-    ends = [t for es in kinds.values() for e in es for t in (e["ts"], e["ts"] + e["dur"])]
-    return dict(busy_beside_compute(kinds), window_us=max(ends) - min(ends) if ends else 0.0)
+    kinds = {
+        "h2d": [e for e in copies if "HtoD" in e["name"]],
+        "d2h": [e for e in copies if "DtoH" in e["name"]],
+        "compute": [e for e in events if e.get("cat") == "kernel"],
+    }
+    ends = [
+        t for es in kinds.values() for e in es for t in (e["ts"], e["ts"] + e["dur"])
+    ]
+    return dict(
+        busy_beside_compute(kinds), window_us=max(ends) - min(ends) if ends else 0.0
+    )
 
 
 def streams(gpus: int, tmp: str) -> dict:
@@ -130,8 +241,23 @@ def streams(gpus: int, tmp: str) -> dict:
     zero3_timeline --trace): which streams the collectives and copies run on, beside compute."""
     out = {}
     for label, placement in placements(gpus).items():
-        report = launch("zero3_timeline", placement, ["--configs", "forward", "--hidden", "1024", "--layers", "8",
-                                                      "--batch", "8", "--trace", f"{tmp}/{label}"], 300)
+        report = launch(
+            "zero3_timeline",
+            placement,
+            [
+                "--configs",
+                "forward",
+                "--hidden",
+                "1024",
+                "--layers",
+                "8",
+                "--batch",
+                "8",
+                "--trace",
+                f"{tmp}/{label}",
+            ],
+            300,
+        )
         out[label] = kernel_overlap(report["trace"]["path"])
     return out
 
@@ -141,8 +267,17 @@ def offload(gpus: int, tmp: str) -> dict:
     offloading config's trace replaced by copy_overlap of it (no GPU: one small CPU run)."""
     out = {}
     for batch in OFFLOAD_BATCHES if gpus else (2,):
-        args = OFFLOAD_MODEL + ["--trace", f"{tmp}/offload{batch}"] if gpus else ["--steps", "2"]
-        report = launch("offload_prefetch", (1, "nccl" if gpus else "gloo", {}), args + ["--batch", str(batch)], 300)
+        args = (
+            OFFLOAD_MODEL + ["--trace", f"{tmp}/offload{batch}"]
+            if gpus
+            else ["--steps", "2"]
+        )
+        report = launch(
+            "offload_prefetch",
+            (1, "nccl" if gpus else "gloo", {}),
+            args + ["--batch", str(batch)],
+            300,
+        )
         for run in report["runs"].values():
             if "trace" in run:
                 run["kernels"] = copy_overlap(run.pop("trace"))
@@ -154,8 +289,10 @@ def capstone(gpus: int) -> dict:
     """The capstone's run on one GPU (world size 1: NCCL refuses two ranks on one GPU), plain
     and under FSDP2, the model sized for a few minutes."""
     args, backend = (CAPSTONE_MODEL, "nccl") if gpus else (CAPSTONE_DRY, "gloo")
-    return {method: launch("capstone", (1, backend, {}), args + ["--method", method], 580)
-            for method in ("single", "fsdp2")}
+    return {
+        method: launch("capstone", (1, backend, {}), args + ["--method", method], 580)
+        for method in ("single", "fsdp2")
+    }
 
 
 def matmul(n: int, dtype: torch.dtype, tf32: bool = False, repeats: int = 10) -> float:
@@ -170,7 +307,10 @@ def matmul(n: int, dtype: torch.dtype, tf32: bool = False, repeats: int = 10) ->
         for _ in range(repeats):
             a @ b
         return 2 * n**3 * repeats / (time.perf_counter() - start)
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin, end = (
+        torch.cuda.Event(enable_timing=True),
+        torch.cuda.Event(enable_timing=True),
+    )
     begin.record()
     for _ in range(repeats):
         a @ b
@@ -182,8 +322,12 @@ def matmul(n: int, dtype: torch.dtype, tf32: bool = False, repeats: int = 10) ->
 
 def matmuls(gpus: int) -> dict:
     n = 8192 if gpus else 256
-    return {"n": n, "bf16": matmul(n, torch.bfloat16), "tf32": matmul(n, torch.float32, tf32=True),
-            "fp32": matmul(n, torch.float32)}
+    return {
+        "n": n,
+        "bf16": matmul(n, torch.bfloat16),
+        "tf32": matmul(n, torch.float32, tf32=True),
+        "fp32": matmul(n, torch.float32),
+    }
 
 
 def compute_model(gpus: int) -> dict:
@@ -196,26 +340,56 @@ def compute_model(gpus: int) -> dict:
     placement = (1, "nccl" if gpus else "gloo", {})
     out = []
     for hidden, layers, batch in sizes:
-        config = GPTConfig(vocab=4096, hidden=hidden, layers=layers, heads=4, seq_len=128)
-        measured = launch("calibrate", placement, ["--hidden", hidden, "--layers", layers, "--batch", batch], 300)
+        config = GPTConfig(
+            vocab=4096, hidden=hidden, layers=layers, heads=4, seq_len=128
+        )
+        measured = launch(
+            "calibrate",
+            placement,
+            ["--hidden", hidden, "--layers", layers, "--batch", batch],
+            300,
+        )
         spec, tokens = course_gpt(config), batch * config.seq_len
-        flops = 3 * (spec.layers * spec.block_forward_flops(tokens, config.seq_len) + spec.root_forward_flops(tokens))
-        out.append(dict(hidden=hidden, layers=layers, batch=batch, flops=flops, seconds=measured["compute_seconds"]))
+        flops = 3 * (
+            spec.layers * spec.block_forward_flops(tokens, config.seq_len)
+            + spec.root_forward_flops(tokens)
+        )
+        out.append(
+            dict(
+                hidden=hidden,
+                layers=layers,
+                batch=batch,
+                flops=flops,
+                seconds=measured["compute_seconds"],
+            )
+        )
     return out
 
 
-def run_sections(gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None) -> dict:
+def run_sections(
+    gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None
+) -> dict:
     """Every section in turn (or those in `only`), into `results` (the dry run: the CPU path of
     each, small); `record` after each."""
     results.update(environment=environment(), dry_run=dry_run)
     work = {
         "collectives": lambda: collectives(gpus) if gpus else "skipped: no GPU",
-        "runs": lambda: every_run(gpus, tmp, only={"hello"} if dry_run else None, parallel=6 if gpus else 1),
-        "labs": lambda: every_lab(gpus, tmp, parallel=6 if gpus else 1,
-                                  only={"setup_check/all_reduce"} if dry_run else None),
-        "memory": lambda: cuda_memory(gpus, *(([], (2,)) if dry_run else (MEMORY_MODEL,))),
+        "runs": lambda: every_run(
+            gpus, tmp, only={"hello"} if dry_run else None, parallel=6 if gpus else 1
+        ),
+        "labs": lambda: every_lab(
+            gpus,
+            tmp,
+            parallel=6 if gpus else 1,
+            only={"setup_check/all_reduce"} if dry_run else None,
+        ),
+        "memory": lambda: cuda_memory(
+            gpus, *(([], (2,)) if dry_run else (MEMORY_MODEL,))
+        ),
         "bandwidth": lambda: bandwidth(gpus) if gpus else "skipped: no GPU",
-        "step_times": lambda: step_times(gpus, SPEED_MODEL) if gpus else "skipped: no GPU",
+        "step_times": lambda: (
+            step_times(gpus, SPEED_MODEL) if gpus else "skipped: no GPU"
+        ),
         "streams": lambda: streams(gpus, tmp) if gpus else "skipped: no GPU",
         "matmul": lambda: matmuls(gpus),
         "compute_model": lambda: compute_model(gpus) if gpus else "skipped: no GPU",
@@ -229,7 +403,10 @@ def run_sections(gpus: int, dry_run: bool, tmp: str, record, results: dict, only
         try:
             results[name] = fn()
         except Exception as error:  # noqa: BLE001 - one section's failure must not lose the others
-            results[name] = {"error": first_line(error), "traceback": traceback.format_exc()[-2000:]}
+            results[name] = {
+                "error": first_line(error),
+                "traceback": traceback.format_exc()[-2000:],
+            }
         print(f"[gpu-check] {name}: {time.monotonic() - start:.0f} s", flush=True)
         record(results)
     return results
@@ -242,24 +419,43 @@ def default_save(env: dict) -> Path:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dry-run", action="store_true", help="the CPU path (the default with no GPU)")
-    parser.add_argument("--save", help="the .md to write (default: results/gpu_<device>_<date>.md on a GPU)")
-    parser.add_argument("--sections", help="comma-separated: only these, merged into the saved results")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="the CPU path (the default with no GPU)"
+    )
+    parser.add_argument(
+        "--save",
+        help="the .md to write (default: results/gpu_<device>_<date>.md on a GPU)",
+    )
+    parser.add_argument(
+        "--sections", help="comma-separated: only these, merged into the saved results"
+    )
     cli = parser.parse_args(argv)
     gpus = gpu_count()
     dry_run = cli.dry_run or not gpus
-    save = Path(cli.save) if cli.save else (None if dry_run else default_save(environment()))
+    save = (
+        Path(cli.save)
+        if cli.save
+        else (None if dry_run else default_save(environment()))
+    )
 
     def record(results):
-        if save:  # the measurements first: a report that fails to render must not lose them
-            save.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+        if (
+            save
+        ):  # the measurements first: a report that fails to render must not lose them
+            save.with_suffix(".json").write_text(
+                json.dumps(results, indent=1, default=str) + "\n"
+            )
         text = render(results)
         if save:
             save.write_text(text + "\n")
         return text
 
     only = set(cli.sections.split(",")) if cli.sections else None
-    earlier = json.loads(save.with_suffix(".json").read_text()) if only and save and save.with_suffix(".json").exists() else {}
+    earlier = (
+        json.loads(save.with_suffix(".json").read_text())
+        if only and save and save.with_suffix(".json").exists()
+        else {}
+    )
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
         print(record(run_sections(gpus, dry_run, tmp, record, earlier, only)))
 

@@ -1,6 +1,7 @@
 """benchmarks/gpu.py's path checks: where ranks can sit on this host, which collectives each
 backend runs on CUDA tensors, and every run and every lab's reference solution on each placement
 (each answer "ok" with its seconds, or the line of the error)."""
+
 import time
 from pathlib import Path
 
@@ -10,28 +11,53 @@ import zerobook as zb
 
 LABS = Path(__file__).parent.parent / "labs"
 RUNS = {  # run -> small arguments (seconds each)
-    "hello": [], "memory_ddp": [], "zero_parity": ["--steps", "3"], "zero3_timeline": [],
-    "zero3_speed": ["--rounds", "2"], "zero_speed": ["--rounds", "2"], "fsdp2_side_by_side": ["--steps", "3"],
-    "bandwidth": ["--max-bytes", str(2**20)], "calibrate": [], "zero3_recompute": [], "ring_trace": [],
-    "ddp_scratch": ["--modes", "naive,bucketed,overlap,torch"], "dcp_resume": ["--dir", "{tmp}"],
-    "hsdp": ["--shard", "1"], "cuda_memory": [],
+    "hello": [],
+    "memory_ddp": [],
+    "zero_parity": ["--steps", "3"],
+    "zero3_timeline": [],
+    "zero3_speed": ["--rounds", "2"],
+    "zero_speed": ["--rounds", "2"],
+    "fsdp2_side_by_side": ["--steps", "3"],
+    "bandwidth": ["--max-bytes", str(2**20)],
+    "calibrate": [],
+    "zero3_recompute": [],
+    "ring_trace": [],
+    "ddp_scratch": ["--modes", "naive,bucketed,overlap,torch"],
+    "dcp_resume": ["--dir", "{tmp}"],
+    "hsdp": ["--shard", "1"],
+    "cuda_memory": [],
 }
-PROBE_OPS = ("all_reduce", "broadcast", "reduce_scatter_tensor", "all_gather_into_tensor", "send_recv", "barrier")
+PROBE_OPS = (
+    "all_reduce",
+    "broadcast",
+    "reduce_scatter_tensor",
+    "all_gather_into_tensor",
+    "send_recv",
+    "barrier",
+)
+
 
 def first_line(error: BaseException) -> str:
     """The line of an error that says what went wrong (a launch error's 'rank R failed: ...')."""
-    lines = [l for l in str(error).splitlines() if l.strip()]
-    useful = [l for l in lines if "Error" in l or "error" in l or "failed" in l]
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    useful = [
+        line for line in lines if "Error" in line or "error" in line or "failed" in line
+    ]
     return (useful or lines or [type(error).__name__])[0][:300]
-
 
 
 def launch(run: str, placement: tuple, args=(), timeout: float = 300) -> dict:
     """Rank 0's report of `zerobook.runs.<run>` on `placement`; raises LaunchError on failure."""
     nproc, backend, env = placement
-    return zb.torchrun(f"zerobook.runs.{run}", nproc=nproc, backend=backend, env=env, args=list(args),
-                       timeout=timeout, echo=False).ranks[0]
-
+    return zb.torchrun(
+        f"zerobook.runs.{run}",
+        nproc=nproc,
+        backend=backend,
+        env=env,
+        args=list(args),
+        timeout=timeout,
+        echo=False,
+    ).ranks[0]
 
 
 def placements(gpus: int) -> dict:
@@ -44,16 +70,16 @@ def placements(gpus: int) -> dict:
     return out
 
 
-
 def gpu_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
 
 
 def probe(placement: tuple, ops) -> dict:
     """op -> "ok" / "wrong result" / the launch's error, for `ops` in one launch."""
     try:
-        right = launch("collective_probe", placement, ["--op", ",".join(ops)], 90)["right"]
+        right = launch("collective_probe", placement, ["--op", ",".join(ops)], 90)[
+            "right"
+        ]
         return {op: "ok" if right[op] else "wrong result" for op in ops}
     except Exception as error:  # noqa: BLE001 - the answer is the error
         return {op: first_line(error) for op in ops}
@@ -79,7 +105,12 @@ def try_run(run: str, label: str, placement: tuple, tmp: str) -> dict:
     """{"ok": True, "seconds"} or {"ok": False, "error"} for one run on one placement."""
     start = time.monotonic()
     try:
-        launch(run, placement, [a.format(tmp=f"{tmp}/{run}_{label}") for a in RUNS[run]], 180)
+        launch(
+            run,
+            placement,
+            [a.format(tmp=f"{tmp}/{run}_{label}") for a in RUNS[run]],
+            180,
+        )
         return {"ok": True, "seconds": round(time.monotonic() - start, 1)}
     except Exception as error:  # noqa: BLE001 - the answer is the error
         return {"ok": False, "error": first_line(error)}
@@ -90,8 +121,12 @@ def every_run(gpus: int, tmp: str, only=None, parallel: int = 1) -> dict:
     and one GPU runs several small runs side by side: they check paths, not speed)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    jobs = [(run, label, placement) for run in RUNS if not only or run in only
-            for label, placement in placements(gpus).items()]
+    jobs = [
+        (run, label, placement)
+        for run in RUNS
+        if not only or run in only
+        for label, placement in placements(gpus).items()
+    ]
     with ThreadPoolExecutor(parallel) as pool:
         answers = list(pool.map(lambda job: try_run(*job, tmp), jobs))
     out: dict = {}
@@ -117,19 +152,32 @@ def try_part(lab: str, part: str, label: str, placement: tuple, tmp: str) -> dic
     nproc, backend, env = placement
     start = time.monotonic()
     try:
-        run_part(lab, str(student), part, nproc=nproc, timeout=180, debug=False, backend=backend, env=env)
+        run_part(
+            lab,
+            str(student),
+            part,
+            nproc=nproc,
+            timeout=180,
+            debug=False,
+            backend=backend,
+            env=env,
+        )
         return {"ok": True, "seconds": round(time.monotonic() - start, 1)}
     except Exception as error:  # noqa: BLE001 - the answer is the error
         return {"ok": False, "error": first_line(error)}
 
 
 def every_lab(gpus: int, tmp: str, parallel: int = 1, only=None) -> dict:
-    """"lab/part" -> placement -> try_part's answer, for every lab's reference solution."""
+    """ "lab/part" -> placement -> try_part's answer, for every lab's reference solution."""
     from concurrent.futures import ThreadPoolExecutor
 
-    jobs = [(lab, part, label, placement) for lab, parts in lab_parts().items() for part in parts
-            if not only or lab in only or f"{lab}/{part}" in only
-            for label, placement in placements(gpus).items()]
+    jobs = [
+        (lab, part, label, placement)
+        for lab, parts in lab_parts().items()
+        for part in parts
+        if not only or lab in only or f"{lab}/{part}" in only
+        for label, placement in placements(gpus).items()
+    ]
     with ThreadPoolExecutor(parallel) as pool:
         answers = list(pool.map(lambda job: try_part(*job, tmp), jobs))
     out: dict = {}

@@ -1,18 +1,38 @@
 """The markdown of benchmarks/gpu.py's results: each section's table and the ratios it is for."""
+
 from zerobook.hardware import H100_SXM
 from zerobook.traffic import bandwidth as bus_bandwidth
 
 MiB, TFLOPS = 2**20, 1e12
-OPS = {"builtin": "all_reduce", "ring": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather"}
+OPS = {
+    "builtin": "all_reduce",
+    "ring": "all_reduce",
+    "reduce_scatter": "reduce_scatter",
+    "all_gather": "all_gather",
+}
 
 
 def header(results: dict) -> list[str]:
     env = results["environment"]
-    where = (f"{env['device']}, driver {env['driver']}, torch {env['torch']}, CUDA {env['cuda']}, NCCL {env['nccl']}, "
-             f"{env['gpus']} GPU(s)") if env.get("gpus") else f"no GPU (torch {env['torch']}): the dry run, CPU only"
-    lines = [f"# GPU check, measured on {env.get('device', 'CPU')} on {env['date']}", "", where, ""]
+    where = (
+        (
+            f"{env['device']}, driver {env['driver']}, torch {env['torch']}, CUDA {env['cuda']}, NCCL {env['nccl']}, "
+            f"{env['gpus']} GPU(s)"
+        )
+        if env.get("gpus")
+        else f"no GPU (torch {env['torch']}): the dry run, CPU only"
+    )
+    lines = [
+        f"# GPU check, measured on {env.get('device', 'CPU')} on {env['date']}",
+        "",
+        where,
+        "",
+    ]
     if results.get("dry_run"):
-        lines += ["**Dry run**: the CPU path of each section, small; nothing here is a GPU measurement.", ""]
+        lines += [
+            "**Dry run**: the CPU path of each section, small; nothing here is a GPU measurement.",
+            "",
+        ]
     return lines
 
 
@@ -21,7 +41,14 @@ def failed(section) -> list[str] | None:
     if isinstance(section, str):
         return [section, ""]
     if isinstance(section, dict) and "error" in section and "traceback" in section:
-        return [f"failed: {section['error']}", "", "```", section["traceback"], "```", ""]
+        return [
+            f"failed: {section['error']}",
+            "",
+            "```",
+            section["traceback"],
+            "```",
+            "",
+        ]
     return None
 
 
@@ -30,20 +57,46 @@ def collectives(section) -> list[str]:
     if failed(section):
         return lines + failed(section)
     ops = list(next(iter(section.values())))
-    lines += ["| placement | " + " | ".join(ops) + " |", "| --- |" + " --- |" * len(ops)]
-    return lines + [f"| {label} | " + " | ".join(row[op].replace("|", "/") for op in ops) + " |"
-                    for label, row in section.items()] + [""]
+    lines += [
+        "| placement | " + " | ".join(ops) + " |",
+        "| --- |" + " --- |" * len(ops),
+    ]
+    return (
+        lines
+        + [
+            f"| {label} | " + " | ".join(row[op].replace("|", "/") for op in ops) + " |"
+            for label, row in section.items()
+        ]
+        + [""]
+    )
 
 
-def runs(section, title: str = "## 2. Every run with device tensors", what: str = "run") -> list[str]:
+def runs(
+    section, title: str = "## 2. Every run with device tensors", what: str = "run"
+) -> list[str]:
     lines = [title, ""]
     if failed(section):
         return lines + failed(section)
     labels = sorted({label for row in section.values() for label in row})
-    lines += [f"| {what} | " + " | ".join(labels) + " |", "| --- |" + " --- |" * len(labels)]
-    cell = lambda r: f"ok ({r['seconds']} s)" if r["ok"] else "failed: " + r["error"].replace("|", "/")
-    return lines + [f"| {run} | " + " | ".join(cell(row[l]) if l in row else "" for l in labels) + " |"
-                    for run, row in section.items()] + [""]
+    lines += [
+        f"| {what} | " + " | ".join(labels) + " |",
+        "| --- |" + " --- |" * len(labels),
+    ]
+    cell = lambda r: (
+        f"ok ({r['seconds']} s)"
+        if r["ok"]
+        else "failed: " + r["error"].replace("|", "/")
+    )
+    return (
+        lines
+        + [
+            f"| {run} | "
+            + " | ".join(cell(row[label]) if label in row else "" for label in labels)
+            + " |"
+            for run, row in section.items()
+        ]
+        + [""]
+    )
 
 
 def memory_rows(report: dict) -> list[str]:
@@ -54,12 +107,19 @@ def memory_rows(report: dict) -> list[str]:
     for method, m in report["methods"].items():
         calc, live, cuda = m["calculator"], m["live"], m["cuda"]
         term = lambda k: f"{live[k] / calc[k]:.3f}" if calc[k] else "-"
-        step = 8 * m["num_params"] / (report["world_size"] if m["stage"] else 1)  # fp32 grad + AdamW's temporaries
-        states = f"{cuda['states'] / MiB:.1f} | {cuda['states'] / calc['total']:.3f} | {cuda['peak'] / MiB:.1f} | " \
-                 f"{(cuda['peak'] - cuda['states']) / MiB:.1f} | {(cuda['peak'] - cuda['states']) / step:.2f}" \
-            if cuda else "- | - | - | - | -"
-        rows.append(f"| {method} | {calc['total'] / MiB:.1f} | {term('params')} | {term('grads')} | {term('optimizer')} | "
-                    f"{live['gathered'] / MiB:.1f} | {states} |")
+        step = (
+            8 * m["num_params"] / (report["world_size"] if m["stage"] else 1)
+        )  # fp32 grad + AdamW's temporaries
+        states = (
+            f"{cuda['states'] / MiB:.1f} | {cuda['states'] / calc['total']:.3f} | {cuda['peak'] / MiB:.1f} | "
+            f"{(cuda['peak'] - cuda['states']) / MiB:.1f} | {(cuda['peak'] - cuda['states']) / step:.2f}"
+            if cuda
+            else "- | - | - | - | -"
+        )
+        rows.append(
+            f"| {method} | {calc['total'] / MiB:.1f} | {term('params')} | {term('grads')} | {term('optimizer')} | "
+            f"{live['gathered'] / MiB:.1f} | {states} |"
+        )
     return rows
 
 
@@ -69,11 +129,16 @@ def memory(section) -> list[str]:
         return lines + failed(section)
     for n, report in section.items():
         first = next(iter(report["methods"].values()))
-        lines += [f"N = {n} ({report['backend']} on {report['device'].split(':')[0]}), "
-                  f"Ψ = {first['num_params']:,} bf16 parameters, mixed-precision AdamW:", "",
-                  "| method | calculator MiB | live/calc params | grads | optimizer | gathered MiB | "
-                  "allocator MiB | allocator/calc | peak MiB | peak - states MiB | (peak - states) / 8Ψ/N |",
-                  "| --- |" + " --- |" * 10, *memory_rows(report), ""]
+        lines += [
+            f"N = {n} ({report['backend']} on {report['device'].split(':')[0]}), "
+            f"Ψ = {first['num_params']:,} bf16 parameters, mixed-precision AdamW:",
+            "",
+            "| method | calculator MiB | live/calc params | grads | optimizer | gathered MiB | "
+            "allocator MiB | allocator/calc | peak MiB | peak - states MiB | (peak - states) / 8Ψ/N |",
+            "| --- |" + " --- |" * 10,
+            *memory_rows(report),
+            "",
+        ]
     return lines
 
 
@@ -82,11 +147,17 @@ def bandwidth(section) -> list[str]:
     if failed(section):
         return lines + failed(section)
     n, largest = section["world_size"], max(r["bytes"] for r in section["rows"])
-    lines += [f"{section['placement']}, N = {n}, at {largest / MiB:.4g} MiB:", "",
-              "| collective | seconds | algbw GB/s | busbw GB/s |", "| --- | --- | --- | --- |"]
+    lines += [
+        f"{section['placement']}, N = {n}, at {largest / MiB:.4g} MiB:",
+        "",
+        "| collective | seconds | algbw GB/s | busbw GB/s |",
+        "| --- | --- | --- | --- |",
+    ]
     for row in (r for r in section["rows"] if r["bytes"] == largest):
         bw = bus_bandwidth(row["bytes"], row["seconds"], OPS[row["impl"]], n)
-        lines.append(f"| {row['impl']} | {row['seconds']:.4g} | {bw['algbw'] / 1e9:.2f} | {bw['busbw'] / 1e9:.2f} |")
+        lines.append(
+            f"| {row['impl']} | {row['seconds']:.4g} | {bw['algbw'] / 1e9:.2f} | {bw['busbw'] / 1e9:.2f} |"
+        )
     return lines + [""]
 
 
@@ -94,16 +165,29 @@ def step_times(section) -> list[str]:
     lines = ["## 5. ZeRO-3 step time: ours vs FSDP2, and prefetch", ""]
     if failed(section):
         return lines + failed(section)
-    lines += ["| placement | N | ours ms | ours + prefetch ms | FSDP2 (defaults) ms | FSDP2 + explicit prefetch ms | ours/FSDP2 | "
-              "prefetch saved / min(comm, compute) | machine's overlap bound | CUDA peak ours/FSDP2 |",
-              "| --- |" + " --- |" * 9]
+    lines += [
+        "| placement | N | ours ms | ours + prefetch ms | FSDP2 (defaults) ms | FSDP2 + explicit prefetch ms | ours/FSDP2 | "
+        "prefetch saved / min(comm, compute) | machine's overlap bound | CUDA peak ours/FSDP2 |",
+        "| --- |" + " --- |" * 9,
+    ]
     for label, r in section.items():
         m, lanes = r["median"], r["lanes"]
-        efficiency = (m["ours"] - m["ours_prefetch"]) / min(lanes["communication"], lanes["computation"])
-        peak = f"{r['peak']['ours'] / r['peak']['fsdp2']:.2f}" if r["peak"]["ours"] else "-"
-        lines.append(f"| {label} | {r['world_size']} | " + " | ".join(f"{m[k] * 1e3:.1f}" for k in
-                     ("ours", "ours_prefetch", "fsdp2", "fsdp2_prefetch")) +
-                     f" | {m['ours'] / m['fsdp2']:.2f} | {efficiency:.2f} | {r['machine']['bound']:.2f} | {peak} |")
+        efficiency = (m["ours"] - m["ours_prefetch"]) / min(
+            lanes["communication"], lanes["computation"]
+        )
+        peak = (
+            f"{r['peak']['ours'] / r['peak']['fsdp2']:.2f}"
+            if r["peak"]["ours"]
+            else "-"
+        )
+        lines.append(
+            f"| {label} | {r['world_size']} | "
+            + " | ".join(
+                f"{m[k] * 1e3:.1f}"
+                for k in ("ours", "ours_prefetch", "fsdp2", "fsdp2_prefetch")
+            )
+            + f" | {m['ours'] / m['fsdp2']:.2f} | {efficiency:.2f} | {r['machine']['bound']:.2f} | {peak} |"
+        )
     return lines + [""]
 
 
@@ -111,12 +195,18 @@ def streams(section) -> list[str]:
     lines = ["### Streams: what ZeRO-3's collectives and copies run beside", ""]
     if failed(section):
         return lines + failed(section)
-    lines += ["One step with forward prefetch, from the profiler's trace (ms):", "",
-              "| placement | kind | count | streams | busy ms | beside a compute kernel ms |", "| --- |" + " --- |" * 5]
+    lines += [
+        "One step with forward prefetch, from the profiler's trace (ms):",
+        "",
+        "| placement | kind | count | streams | busy ms | beside a compute kernel ms |",
+        "| --- |" + " --- |" * 5,
+    ]
     for label, kinds in section.items():
         for kind, k in kinds.items():
             beside = f"{k['beside_compute_us'] / 1e3:.2f}" if kind != "compute" else "-"
-            lines.append(f"| {label} | {kind} | {k['count']} | {k['streams']} | {k['busy_us'] / 1e3:.2f} | {beside} |")
+            lines.append(
+                f"| {label} | {kind} | {k['count']} | {k['streams']} | {k['busy_us'] / 1e3:.2f} | {beside} |"
+            )
     return lines + [""]
 
 
@@ -124,19 +214,35 @@ def matmul(section, device: str) -> list[str]:
     lines = ["## 6. Dense matrix multiply against the datasheet", ""]
     if failed(section):
         return lines + failed(section)
-    sheet = {"bf16": H100_SXM["bf16_dense"], "tf32": H100_SXM["tf32_dense"], "fp32": H100_SXM["fp32"]} \
-        if "H100" in device else {}
-    lines += [f"{section['n']} x {section['n']} x {section['n']} products:", "",
-              "| dtype | measured TFLOP/s | datasheet (H100 SXM, dense) | measured / datasheet |", "| --- | --- | --- | --- |"]
+    sheet = (
+        {
+            "bf16": H100_SXM["bf16_dense"],
+            "tf32": H100_SXM["tf32_dense"],
+            "fp32": H100_SXM["fp32"],
+        }
+        if "H100" in device
+        else {}
+    )
+    lines += [
+        f"{section['n']} x {section['n']} x {section['n']} products:",
+        "",
+        "| dtype | measured TFLOP/s | datasheet (H100 SXM, dense) | measured / datasheet |",
+        "| --- | --- | --- | --- |",
+    ]
     for dtype in ("bf16", "tf32", "fp32"):
         got, ref = section[dtype], sheet.get(dtype)
-        lines.append(f"| {dtype} | {got / TFLOPS:.1f} | {ref / TFLOPS if ref else '-'} | "
-                     f"{got / ref if ref else float('nan'):.2f} |")
+        lines.append(
+            f"| {dtype} | {got / TFLOPS:.1f} | {ref / TFLOPS if ref else '-'} | "
+            f"{got / ref if ref else float('nan'):.2f} |"
+        )
     if sheet:
-        lines += ["", f"The \"4000 TFLOPS\" often quoted for the H100 is its FP8 figure *with 2:4 sparsity* "
-                      f"({H100_SXM['fp8_sparse'] / TFLOPS:.1f}); dense BF16, what training runs, is "
-                      f"{H100_SXM['bf16_dense'] / TFLOPS:.1f}, and this GPU measured {section['bf16'] / TFLOPS:.0f}: "
-                      f"{section['bf16'] / 4000e12:.2f} of the quoted 4000."]
+        lines += [
+            "",
+            f'The "4000 TFLOPS" often quoted for the H100 is its FP8 figure *with 2:4 sparsity* '
+            f"({H100_SXM['fp8_sparse'] / TFLOPS:.1f}); dense BF16, what training runs, is "
+            f"{H100_SXM['bf16_dense'] / TFLOPS:.1f}, and this GPU measured {section['bf16'] / TFLOPS:.0f}: "
+            f"{section['bf16'] / 4000e12:.2f} of the quoted 4000.",
+        ]
     return lines + [""]
 
 
@@ -144,43 +250,70 @@ def compute_model(section, rates: dict) -> list[str]:
     lines = ["## 7. The performance model's compute time against a measured step", ""]
     if failed(section) or failed(rates):
         return lines + (failed(section) or failed(rates))
-    lines += ["Forward + backward of the course GPT (fp32) on one GPU, against 3 x its forward FLOPs at "
-              f"the measured fp32 rate ({rates['fp32'] / TFLOPS:.1f} TFLOP/s):", "",
-              "| hidden | layers | sequences | GFLOP | predicted ms | measured ms | measured / predicted |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "Forward + backward of the course GPT (fp32) on one GPU, against 3 x its forward FLOPs at "
+        f"the measured fp32 rate ({rates['fp32'] / TFLOPS:.1f} TFLOP/s):",
+        "",
+        "| hidden | layers | sequences | GFLOP | predicted ms | measured ms | measured / predicted |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in section:
         predicted = r["flops"] / rates["fp32"]
-        lines.append(f"| {r['hidden']} | {r['layers']} | {r['batch']} | {r['flops'] / 1e9:.1f} | {predicted * 1e3:.2f} | "
-                     f"{r['seconds'] * 1e3:.2f} | {r['seconds'] / predicted:.2f} |")
+        lines.append(
+            f"| {r['hidden']} | {r['layers']} | {r['batch']} | {r['flops'] / 1e9:.1f} | {predicted * 1e3:.2f} | "
+            f"{r['seconds'] * 1e3:.2f} | {r['seconds'] / predicted:.2f} |"
+        )
     return lines + [""]
 
 
 def offload(section) -> list[str]:
-    lines = ["## 8. ZeRO-3 offload: each unit copied from pinned host memory, with and without prefetch", ""]
+    lines = [
+        "## 8. ZeRO-3 offload: each unit copied from pinned host memory, with and without prefetch",
+        "",
+    ]
     if failed(section):
         return lines + failed(section)
-    lines += ["Forward + backward of the GPT (bf16, one unit per block, gradients copied back to pinned host "
-              "memory); copies from the profiler trace of one step; `units peak` is the most bytes of "
-              "device copies of units alive at once, from the CUDA allocator's record of that step.", "",
-              "| sequences | config | step ms | / resident | H2D ms | H2D beside compute | units peak / unit |"
-              "", "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "Forward + backward of the GPT (bf16, one unit per block, gradients copied back to pinned host "
+        "memory); copies from the profiler trace of one step; `units peak` is the most bytes of "
+        "device copies of units alive at once, from the CUDA allocator's record of that step.",
+        "",
+        "| sequences | config | step ms | / resident | H2D ms | H2D beside compute | units peak / unit |"
+        "",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for batch, report in section.items():
-        runs, unit = report["runs"], None  # on a CPU (the dry run): no trace, no allocator record
+        runs, unit = (
+            report["runs"],
+            None,
+        )  # on a CPU (the dry run): no trace, no allocator record
         resident = runs["resident"]["seconds"]
         for name, run in runs.items():
             unit = unit or max(run["unit_bytes"].values(), default=None)
             k = run.get("kernels", {}).get("h2d")
-            held = max(run["memory"]["units"]) / unit if "memory" in run else float("nan")
-            lines.append(f"| {batch} | {name} | {run['seconds'] * 1e3:.1f} | {run['seconds'] / resident:.2f} | "
-                         f"{k['busy_us'] / 1e3:.1f} | {k['beside_compute_us'] / max(k['busy_us'], 1):.2f} | "
-                         f"{held:.2f} |" if k else f"| {batch} | {name} | {run['seconds'] * 1e3:.1f} | 1.00 | - | - | - |")
+            held = (
+                max(run["memory"]["units"]) / unit if "memory" in run else float("nan")
+            )
+            lines.append(
+                f"| {batch} | {name} | {run['seconds'] * 1e3:.1f} | {run['seconds'] / resident:.2f} | "
+                f"{k['busy_us'] / 1e3:.1f} | {k['beside_compute_us'] / max(k['busy_us'], 1):.2f} | "
+                f"{held:.2f} |"
+                if k
+                else f"| {batch} | {name} | {run['seconds'] * 1e3:.1f} | 1.00 | - | - | - |"
+            )
     first = next(iter(section.values()))
     parity, rates = first.get("parity", {}), first.get("copy_rates")
     if rates:
-        lines += ["", f"Pinned copies of 1 GiB: host to device {rates['h2d']:.1f} GB/s alone, device to host "
-                      f"{rates['d2h']:.1f} alone, {rates['both']:.1f} both directions at once."]
-    lines += ["", "Gradients against `resident` (small GPT, deterministic kernels), largest difference: " +
-              ", ".join(f"{name} {diff:g}" for name, diff in parity.items())]
+        lines += [
+            "",
+            f"Pinned copies of 1 GiB: host to device {rates['h2d']:.1f} GB/s alone, device to host "
+            f"{rates['d2h']:.1f} alone, {rates['both']:.1f} both directions at once.",
+        ]
+    lines += [
+        "",
+        "Gradients against `resident` (small GPT, deterministic kernels), largest difference: "
+        + ", ".join(f"{name} {diff:g}" for name, diff in parity.items()),
+    ]
     return lines + [""]
 
 
@@ -192,42 +325,82 @@ def capstone_prediction(r: dict) -> float:
     from zerobook.perfmodel.models import course_gpt
 
     c = r["config"]
-    config = GPTConfig(vocab=256, hidden=c["hidden"], layers=c["layers"], heads=c["heads"], seq_len=c["seq_len"])
-    return predict_step(course_gpt(config), H100_NODE, world_size=1, gpus_per_node=1, stage=0,
-                        micro_batch=c["batch"], seq_len=c["seq_len"]).tokens_per_second
+    config = GPTConfig(
+        vocab=256,
+        hidden=c["hidden"],
+        layers=c["layers"],
+        heads=c["heads"],
+        seq_len=c["seq_len"],
+    )
+    return predict_step(
+        course_gpt(config),
+        H100_NODE,
+        world_size=1,
+        gpus_per_node=1,
+        stage=0,
+        micro_batch=c["batch"],
+        seq_len=c["seq_len"],
+    ).tokens_per_second
 
 
 def capstone(section) -> list[str]:
-    lines = ["## 9. The capstone's GPT on real text (the standard library's source), bf16, one GPU", ""]
+    lines = [
+        "## 9. The capstone's GPT on real text (the standard library's source), bf16, one GPU",
+        "",
+    ]
     if failed(section):
         return lines + failed(section)
-    lines += ["The prediction: zerobook.perfmodel.predict_step for this GPT on one GPU of the H100 preset "
-              "(sustained matmul rate and element-wise term as the preset says; DDP, world size 1).", "",
-              "| method | parameters | tokens/s | predicted tokens/s | measured / predicted | "
-              "MFU (bf16 dense datasheet) | held-out bits/byte | unigram | bigram | seconds |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "The prediction: zerobook.perfmodel.predict_step for this GPT on one GPU of the H100 preset "
+        "(sustained matmul rate and element-wise term as the preset says; DDP, world size 1).",
+        "",
+        "| method | parameters | tokens/s | predicted tokens/s | measured / predicted | "
+        "MFU (bf16 dense datasheet) | held-out bits/byte | unigram | bigram | seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for method, r in section.items():
         mfu = r["tokens_per_second"] * r["flops_per_token"] / H100_SXM["bf16_dense"]
-        predicted = capstone_prediction(r) if "H100" in r.get("device_name", "") else None
+        predicted = (
+            capstone_prediction(r) if "H100" in r.get("device_name", "") else None
+        )
         ratio = f"{r['tokens_per_second'] / predicted:.2f}" if predicted else "-"
-        lines.append(f"| {method} | {r['num_params']:,} | {r['tokens_per_second']:,.0f} | "
-                     f"{f'{predicted:,.0f}' if predicted else '-'} | {ratio} | {mfu:.3f} | "
-                     f"{r['evals'][-1][1]:.3f} | {r['baselines']['1']:.3f} | {r['baselines']['2']:.3f} | "
-                     f"{r['seconds']:.0f} |")
-    method, r = next(((m, r) for m, r in section.items() if r.get("sample")), (None, None))
+        lines.append(
+            f"| {method} | {r['num_params']:,} | {r['tokens_per_second']:,.0f} | "
+            f"{f'{predicted:,.0f}' if predicted else '-'} | {ratio} | {mfu:.3f} | "
+            f"{r['evals'][-1][1]:.3f} | {r['baselines']['1']:.3f} | {r['baselines']['2']:.3f} | "
+            f"{r['seconds']:.0f} |"
+        )
+    method, r = next(
+        ((m, r) for m, r in section.items() if r.get("sample")), (None, None)
+    )
     if r:
-        lines += ["", f"A sample from `{method}` ({r['config']['sample']} bytes after `def `, temperature 0.8):",
-                  "", "```", r["sample"], "```"]
+        lines += [
+            "",
+            f"A sample from `{method}` ({r['config']['sample']} bytes after `def `, temperature 0.8):",
+            "",
+            "```",
+            r["sample"],
+            "```",
+        ]
     return lines + [""]
 
 
 def render(results: dict) -> str:
     device = results["environment"].get("device", "CPU")
     parts = header(results)
-    for name, fn in (("collectives", collectives), ("runs", runs),
-                     ("labs", lambda section: runs(section, "### Every lab's reference solution, part by part", "lab/part")),
-                     ("memory", memory),
-                     ("bandwidth", bandwidth), ("step_times", step_times)):
+    for name, fn in (
+        ("collectives", collectives),
+        ("runs", runs),
+        (
+            "labs",
+            lambda section: runs(
+                section, "### Every lab's reference solution, part by part", "lab/part"
+            ),
+        ),
+        ("memory", memory),
+        ("bandwidth", bandwidth),
+        ("step_times", step_times),
+    ):
         if name in results:
             parts += fn(results[name])
     if "streams" in results:

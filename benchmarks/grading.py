@@ -8,6 +8,7 @@ of the whole `grade`, and what a class of 100 would take.
 The first `grade` on a machine times each lab's reference once (limits.json) and is reported apart:
 the timed call reuses those limits, as every later `make grade` does.
 """
+
 import argparse
 import shutil
 import tempfile
@@ -34,26 +35,39 @@ def submit(root: Path, students: int) -> None:
 def timed_grade(root: Path, jobs: int, sandboxed: bool) -> tuple[float, list]:
     """Seconds of one `grade --all` and its outcomes."""
     start = time.monotonic()
-    _, outcomes = classroom.grade(LABS, root, jobs=jobs, everyone=True, sandboxed=sandboxed)
+    _, outcomes = classroom.grade(
+        LABS, root, jobs=jobs, everyone=True, sandboxed=sandboxed
+    )
     return time.monotonic() - start, outcomes
 
 
 def report(first: float, wall: float, outcomes: list, limits: dict, cli) -> str:
     """The table: each submission's seconds against its lab's reference launches."""
-    rows = ["| submission | graded in (s) | its reference's launches (s) | ratio |", "| --- | ---: | ---: | ---: |"]
+    rows = [
+        "| submission | graded in (s) | its reference's launches (s) | ratio |",
+        "| --- | ---: | ---: | ---: |",
+    ]
     for o in sorted(outcomes, key=lambda o: (o.student, o.lab)):
         ref = limits[o.lab]["reference_s"]
-        rows.append(f"| {o.student} / {o.lab} | {o.seconds:.0f} | {ref:.0f} | {o.seconds / ref:.2f} |")
+        rows.append(
+            f"| {o.student} / {o.lab} | {o.seconds:.0f} | {ref:.0f} | {o.seconds / ref:.2f} |"
+        )
     graded = sum(o.seconds for o in outcomes)
     per_student = wall / cli.students
-    return "\n".join([
-        f"# Grading time: {cli.students} student(s) x {len(limits)} labs, --jobs {cli.jobs}, "
-        f"{'sandboxed' if cli.sandboxed else 'no sandbox'} ({time.strftime('%Y-%m-%d')})", "", *rows, "",
-        f"- the submissions' own seconds: {graded:.0f} s; the whole `grade` call: {wall:.0f} s "
-        f"({per_student:.0f} s a student; goal <= 150 s on 2 cores)",
-        f"- the first `grade` here, timing each reference once (limits.json) as well: {first:.0f} s",
-        f"- failures: {sum(1 for o in outcomes if o.failure)}",
-        f"- a class of 100 at this rate: {100 * per_student / 3600:.1f} h with --jobs {cli.jobs}"])
+    return "\n".join(
+        [
+            f"# Grading time: {cli.students} student(s) x {len(limits)} labs, --jobs {cli.jobs}, "
+            f"{'sandboxed' if cli.sandboxed else 'no sandbox'} ({time.strftime('%Y-%m-%d')})",
+            "",
+            *rows,
+            "",
+            f"- the submissions' own seconds: {graded:.0f} s; the whole `grade` call: {wall:.0f} s "
+            f"({per_student:.0f} s a student; goal <= 150 s on 2 cores)",
+            f"- the first `grade` here, timing each reference once (limits.json) as well: {first:.0f} s",
+            f"- failures: {sum(1 for o in outcomes if o.failure)}",
+            f"- a class of 100 at this rate: {100 * per_student / 3600:.1f} h with --jobs {cli.jobs}",
+        ]
+    )
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ method's gradient buckets (zerobook.perfmodel.machine.RUNS: DDP's 25 MiB, our Ze
 2^18 elements, ZeRO-3's one per unit): every bucket pays the collective's latency. Timings on a
 shared machine are noisy: a benchmark to read, not a test to pass.
 """
+
 import argparse
 import time
 
@@ -28,31 +29,61 @@ SEQ_LEN = 128
 def measure(n: int, cli) -> dict:
     """This machine's calibration and the timed steps, on n ranks."""
     model = ["--hidden", cli.hidden, "--layers", cli.layers, "--batch", cli.batch]
-    run = lambda name, extra: zb.torchrun(f"zerobook.runs.{name}", nproc=n, args=model + extra, echo=False,
-                                          timeout=1200).ranks[0]
-    return {"calibration": run("calibrate", []), "zero_speed": run("zero_speed", ["--rounds", cli.rounds]),
-            "zero3_speed": run("zero3_speed", ["--rounds", cli.rounds])}
+    run = lambda name, extra: zb.torchrun(
+        f"zerobook.runs.{name}", nproc=n, args=model + extra, echo=False, timeout=1200
+    ).ranks[0]
+    return {
+        "calibration": run("calibrate", []),
+        "zero_speed": run("zero_speed", ["--rounds", cli.rounds]),
+        "zero3_speed": run("zero3_speed", ["--rounds", cli.rounds]),
+    }
 
 
 def compare(n: int, measured: dict, cli) -> dict:
     """Method -> predicted and measured seconds (and the prediction's compute and communication)."""
-    spec = course_gpt(GPTConfig(vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=SEQ_LEN))
-    predicted = predict_runs(measured["calibration"], spec, batch=cli.batch, seq_len=SEQ_LEN)
-    return {name: {"predicted": p.step_s, "measured": measured[RUNS[name][0]]["median"][RUNS[name][1]],
-                   "compute": p.compute_s, "communication": p.comm_s} for name, p in predicted.items()}
+    spec = course_gpt(
+        GPTConfig(
+            vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=SEQ_LEN
+        )
+    )
+    predicted = predict_runs(
+        measured["calibration"], spec, batch=cli.batch, seq_len=SEQ_LEN
+    )
+    return {
+        name: {
+            "predicted": p.step_s,
+            "measured": measured[RUNS[name][0]]["median"][RUNS[name][1]],
+            "compute": p.compute_s,
+            "communication": p.comm_s,
+        }
+        for name, p in predicted.items()
+    }
 
 
 def report(results: dict) -> str:
-    lines = [f"# The performance model against steps timed here (gloo, CPU), {time.strftime('%Y-%m-%d')}", "",
-             "| N | method | predicted ms | measured ms | measured / predicted | predicted compute ms | "
-             "predicted communication ms |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# The performance model against steps timed here (gloo, CPU), {time.strftime('%Y-%m-%d')}",
+        "",
+        "| N | method | predicted ms | measured ms | measured / predicted | predicted compute ms | "
+        "predicted communication ms |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for n, rows in results.items():
         for name, r in rows["compare"].items():
-            lines.append(f"| {n} | {name} | {r['predicted'] * 1e3:.1f} | {r['measured'] * 1e3:.1f} | "
-                         f"{r['measured'] / r['predicted']:.2f} | {r['compute'] * 1e3:.1f} | {r['communication'] * 1e3:.1f} |")
-    lines += ["", "gloo's reduce-scatter over its all-reduce of the same buffer (1-16 MiB, median; a ring's would "
-              "be 0.5): " + ", ".join(f"{rows['measured']['calibration']['reduce_scatter_over_all_reduce']:.2f} at "
-                                      f"N = {n}" for n, rows in results.items())]
+            lines.append(
+                f"| {n} | {name} | {r['predicted'] * 1e3:.1f} | {r['measured'] * 1e3:.1f} | "
+                f"{r['measured'] / r['predicted']:.2f} | {r['compute'] * 1e3:.1f} | {r['communication'] * 1e3:.1f} |"
+            )
+    lines += [
+        "",
+        "gloo's reduce-scatter over its all-reduce of the same buffer (1-16 MiB, median; a ring's would "
+        "be 0.5): "
+        + ", ".join(
+            f"{rows['measured']['calibration']['reduce_scatter_over_all_reduce']:.2f} at "
+            f"N = {n}"
+            for n, rows in results.items()
+        ),
+    ]
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ finds it once the site is published. Chromium is found on PATH (`chromium`, `chr
 `google-chrome`) or named by $CHROMIUM. What the print leaves out (navigation, sidebars) and how code
 wraps is book/_static/zerobook.css's `@media print`.
 """
+
 import html
 import os
 import re
@@ -26,33 +27,58 @@ PDF = ROOT / "_build" / "pdf" / "book.pdf"
 PUBLISHED = HTML / "_static" / "book.pdf"  # what book/intro.md links to
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # --virtual-time-budget: the page's scripts (MathJax typesetting) run to the end before printing.
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
-         "--virtual-time-budget=20000", "--no-first-run", "--disable-background-networking"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-pdf-header-footer",
+    "--virtual-time-budget=20000",
+    "--no-first-run",
+    "--disable-background-networking",
+]
 
 
 def toc_pages(toc: dict) -> list[str]:
     """The pages in reading order: the root, then each part's chapters and their sections."""
+
     def walk(entries):
         for entry in entries:
             yield entry["file"]
             yield from walk(entry.get("sections", []))
-    return [toc["root"]] + [page for part in toc.get("parts", []) for page in walk(part["chapters"])]
+
+    return [toc["root"]] + [
+        page for part in toc.get("parts", []) for page in walk(part["chapters"])
+    ]
 
 
 def browser() -> str:
     """Headless Chromium: $CHROMIUM, or the first of BROWSERS on PATH."""
-    found = os.environ.get("CHROMIUM") or next(filter(None, map(shutil.which, BROWSERS)), None)
+    found = os.environ.get("CHROMIUM") or next(
+        filter(None, map(shutil.which, BROWSERS)), None
+    )
     if not found:
-        sys.exit(f"make pdf needs headless Chromium: none of {', '.join(BROWSERS)} is on PATH "
-                 "(Debian: apt-get install chromium), nor is $CHROMIUM set")
+        sys.exit(
+            f"make pdf needs headless Chromium: none of {', '.join(BROWSERS)} is on PATH "
+            "(Debian: apt-get install chromium), nor is $CHROMIUM set"
+        )
     return found
 
 
 def print_page(chromium: str, page: Path, pdf: Path) -> Path:
     """One built HTML page printed to `pdf` (its own profile: prints run side by side)."""
     with tempfile.TemporaryDirectory(prefix="zerobook-pdf-") as profile:
-        subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", f"--print-to-pdf={pdf}",
-                        page.as_uri()], check=True, capture_output=True, timeout=180)
+        subprocess.run(
+            [
+                chromium,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--print-to-pdf={pdf}",
+                page.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
     if not pdf.is_file():
         sys.exit(f"Chromium printed nothing for {page}")
     return pdf
@@ -61,7 +87,11 @@ def print_page(chromium: str, page: Path, pdf: Path) -> Path:
 def title(page: Path) -> str:
     """The page's title, without the book's name after it."""
     found = re.search(r"<title>(.*?)</title>", page.read_text(), re.S)
-    return html.unescape(found.group(1)).rsplit(" — ", 1)[0].strip() if found else page.stem
+    return (
+        html.unescape(found.group(1)).rsplit(" — ", 1)[0].strip()
+        if found
+        else page.stem
+    )
 
 
 def merge(parts: list[tuple[str, Path]], out: Path) -> int:
@@ -80,7 +110,10 @@ def merge(parts: list[tuple[str, Path]], out: Path) -> int:
 
 
 def main() -> None:
-    pages = [HTML / f"{p}.html" for p in toc_pages(yaml.safe_load((ROOT / "_toc.yml").read_text()))]
+    pages = [
+        HTML / f"{p}.html"
+        for p in toc_pages(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    ]
     missing = [str(p) for p in pages if not p.is_file()]
     if missing:
         sys.exit(f"build the book first (make book): {', '.join(missing[:3])} missing")
@@ -91,7 +124,9 @@ def main() -> None:
             list(pool.map(lambda args: print_page(chromium, *args), zip(pages, pdfs)))
         count = merge([(title(p), pdf) for p, pdf in zip(pages, pdfs)], PDF)
     shutil.copyfile(PDF, PUBLISHED)
-    print(f"{len(pages)} pages of the book printed: {count} PDF pages in {PDF} (and {PUBLISHED})")
+    print(
+        f"{len(pages)} pages of the book printed: {count} PDF pages in {PDF} (and {PUBLISHED})"
+    )
 
 
 if __name__ == "__main__":

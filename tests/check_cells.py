@@ -1,20 +1,25 @@
 """Which chapter cells are checks: a reader of the book should see the teaching code, and find the
 code that checks it (asserts, glue) one click away, behind a "Checked by code" toggle.
 
-    .venv/bin/python tests/check_cells.py        # tag every chapter's check cells (and untag the rest)
+    .venv/bin/python tests/check_cells.py          # tag every chapter's check cells (and untag the rest)
+    .venv/bin/python tests/check_cells.py --split  # first move each teaching cell's checks to a cell after it
 
 A cell is a check when at least half of its code lines are statements that check or glue: `assert`,
 `glue(...)`, or a loop whose body is only those. Such a cell is tagged `hide-input` with its toggle
 named CHECKED (myst-nb's cell-level `code_prompt_show`): its output stays in view. A test keeps every
 chapter so (tests/test_notebooks.py).
 """
+
 import ast
 import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKED = {"code_prompt_show": "Checked by code: show the {type}", "code_prompt_hide": "Hide the {type}"}
+CHECKED = {
+    "code_prompt_show": "Checked by code: show the {type}",
+    "code_prompt_hide": "Hide the {type}",
+}
 HIDDEN = ("remove-cell", "remove-input", "hide-cell", "hide-input")
 
 
@@ -24,9 +29,13 @@ def is_check(statement: ast.stmt) -> bool:
         return True
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         func = statement.value.func
-        return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == "glue"
+        return (
+            func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        ) == "glue"
     if isinstance(statement, ast.For):
         return all(is_check(s) for s in statement.body) and not statement.orelse
+    if isinstance(statement, ast.If):  # glue one value or another
+        return all(is_check(s) for s in statement.body + statement.orelse)
     return False
 
 
@@ -36,20 +45,104 @@ def check_share(source: str) -> float:
         body = ast.parse(source).body
     except SyntaxError:  # IPython magics: not a check cell
         return 0.0
-    lines = {n: is_check(s) for s in body for n in range(s.lineno, s.end_lineno + 1)}
-    code = [n for n, line in enumerate(source.splitlines(), 1) if n in lines and line.strip()
-            and not line.strip().startswith("#")]
+    lines = {
+        n: is_check_statement(s)
+        for s in body
+        for n in range(s.lineno, s.end_lineno + 1)
+    }
+    code = [
+        n
+        for n, line in enumerate(source.splitlines(), 1)
+        if n in lines and line.strip() and not line.strip().startswith("#")
+    ]
     return sum(lines[n] for n in code) / len(code) if code else 0.0
+
+
+CHECK_MODULES = {"glue", "myst_nb", "pytest"}  # imported only by checks
+
+
+def is_check_statement(statement: ast.stmt) -> bool:
+    """A check, or an import of what only checks use (glue, pytest)."""
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        names = {a.name.split(".")[0] for a in statement.names}
+        names |= {(getattr(statement, "module", None) or "").split(".")[0]} - {""}
+        return names <= CHECK_MODULES | {"approx"}
+    return is_check(statement)
+
+
+def split_source(source: str) -> tuple[str, str]:
+    """(teaching, checks): a cell's top-level checks moved after the rest, each with the
+    comment lines just above it; ("", "") when the cell is not both."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:  # IPython magics
+        return "", ""
+    kinds = [is_check_statement(s) for s in body]
+    if not body or all(kinds) or not any(kinds):
+        return "", ""
+    lines, owner, start = source.splitlines(), {}, 0
+    for index, statement in enumerate(body):
+        for n in range(
+            start, statement.end_lineno
+        ):  # comments and blanks go with what follows
+            owner[n] = index
+        start = statement.end_lineno
+    teaching = [
+        line for n, line in enumerate(lines) if not kinds[owner.get(n, 0)] or n >= start
+    ]
+    checks = [
+        line for n, line in enumerate(lines) if kinds[owner.get(n, 0)] and n < start
+    ]
+    return "\n".join(teaching).strip("\n"), "\n".join(checks).strip("\n")
+
+
+def split(path: Path) -> int:
+    """Move each shown cell's checks to a new cell right after it (folded by `fold`); how
+    many cells were split."""
+    import uuid
+
+    text = path.read_text()
+    notebook, cells, count = json.loads(text), [], 0
+    for cell in notebook["cells"]:
+        cells.append(cell)
+        hidden = set(cell["metadata"].get("tags", [])) & set(HIDDEN)
+        if cell["cell_type"] != "code" or hidden:
+            continue
+        teaching, checks = split_source("".join(cell["source"]))
+        if not checks:
+            continue
+        cell["source"] = teaching.splitlines(keepends=True)
+        cells.append(
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": uuid.uuid4().hex[:8],
+                "metadata": {},
+                "outputs": [],
+                "source": checks.splitlines(keepends=True),
+            }
+        )
+        count += 1
+    if count:
+        notebook["cells"] = cells
+        path.write_text(dump(notebook, text))
+    return count
 
 
 def is_check_cell(cell: dict) -> bool:
     """A code cell the book should fold: mostly checks, not removed or hidden for another reason."""
     tags = set(cell["metadata"].get("tags", [])) - {"hide-input"}
-    return cell["cell_type"] == "code" and not tags & set(HIDDEN) and check_share("".join(cell["source"])) >= 0.5
+    return (
+        cell["cell_type"] == "code"
+        and not tags & set(HIDDEN)
+        and check_share("".join(cell["source"])) >= 0.5
+    )
 
 
 def is_folded(cell: dict) -> bool:
-    prompts = {k: v for k, v in cell["metadata"].get("mystnb", {}).items() if k in CHECKED}
+    prompts = {
+        k: v for k, v in cell["metadata"].get("mystnb", {}).items() if k in CHECKED
+    }
     return "hide-input" in cell["metadata"].get("tags", []) and prompts == CHECKED
 
 
@@ -71,7 +164,9 @@ def fold(path: Path) -> int:
             continue
         tags = [t for t in meta.get("tags", []) if t != "hide-input"]
         meta["tags"], changed = tags + ["hide-input"] if want else tags, changed + 1
-        others = {k: v for k, v in meta.get("mystnb", {}).items() if k not in CHECKED}  # a figure's caption stays
+        others = {
+            k: v for k, v in meta.get("mystnb", {}).items() if k not in CHECKED
+        }  # a figure's caption stays
         meta["mystnb"] = {**others, **CHECKED} if want else others
         for key in ("tags", "mystnb"):
             if not meta[key]:
@@ -83,4 +178,5 @@ def fold(path: Path) -> int:
 
 if __name__ == "__main__":
     for path in sorted((ROOT / "chapters").glob("*.ipynb")):
-        print(path.name, fold(path), file=sys.stderr)
+        split_count = split(path) if "--split" in sys.argv else 0
+        print(path.name, split_count, fold(path), file=sys.stderr)

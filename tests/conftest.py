@@ -1,4 +1,5 @@
 """Shared fixtures: where the repository is, and a guard that no test leaves a process behind."""
+
 from pathlib import Path
 
 import psutil
@@ -13,7 +14,9 @@ def processes_running(marker: str) -> list[psutil.Process]:
     found = []
     for p in psutil.process_iter(["cmdline"]):
         try:
-            if p.status() != psutil.STATUS_ZOMBIE and marker in " ".join(p.info["cmdline"] or []):
+            if p.status() != psutil.STATUS_ZOMBIE and marker in " ".join(
+                p.info["cmdline"] or []
+            ):
                 found.append(p)
         except psutil.Error:
             pass
@@ -23,8 +26,10 @@ def processes_running(marker: str) -> list[psutil.Process]:
 @pytest.fixture
 def unique_target(tmp_path):
     """Copy a script from tests/targets under a unique path, so its processes can be counted."""
+
     def copy(name: str) -> Path:
         dest = tmp_path / name
         dest.write_text((TARGETS / name).read_text())
         return dest
+
     return copy

@@ -1,5 +1,6 @@
 """The grading round trip's moving parts, shared by the test files that run one (each in its
 own course directory, so that pytest-xdist can run them side by side)."""
+
 import subprocess
 import sys
 
@@ -21,8 +22,9 @@ def sandbox_or_not() -> list[str]:
     return ["--no-sandbox"] if why else []
 
 
-def run_grading(*args, root, check: bool = True, env=None,
-                labs=None) -> subprocess.CompletedProcess:
+def run_grading(
+    *args, root, check: bool = True, env=None, labs=None
+) -> subprocess.CompletedProcess:
     """`python -m zerobook.classroom ARGS --root ROOT` (what `make release` / `make grade`
     run), `env` added to its environment, `labs` the labs folder (default labs/); grade
     without the sandbox where bubblewrap does not work here (sandbox_or_not)."""
@@ -30,11 +32,26 @@ def run_grading(*args, root, check: bool = True, env=None,
 
     extra = sandbox_or_not() if args and args[0] == "grade" else []
     extra += ["--labs", str(labs)] if labs else []
-    done = subprocess.run([sys.executable, "-m", "zerobook.classroom", *args, *extra, "--root", str(root)],
-                          cwd=ROOT, timeout=900, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zerobook.classroom",
+            *args,
+            *extra,
+            "--root",
+            str(root),
+        ],
+        cwd=ROOT,
+        timeout=900,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     if check and done.returncode:
-        raise AssertionError(f"grading {args} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise AssertionError(
+            f"grading {args} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return done
 
 
@@ -43,8 +60,9 @@ def source(lab: str) -> str:
     return (ROOT / "labs" / lab / f"{lab}.ipynb").read_text()
 
 
-def round_trip(root, submissions, labs, check: bool = True,
-               labs_dir=None) -> subprocess.CompletedProcess:
+def round_trip(
+    root, submissions, labs, check: bool = True, labs_dir=None
+) -> subprocess.CompletedProcess:
     """Release `labs` into `root`, submit `submissions(root)` ({lab: {student: notebook}}), and
     grade them all in one call (check: that every submission could be graded); return that call.
     labs_dir: the labs folder (an instructor's private copy), default labs/."""
@@ -59,9 +77,13 @@ def round_trip(root, submissions, labs, check: bool = True,
 
 def reference_and_release(labs):
     """Submissions: each lab's instructor notebook ("reference") and its untouched release."""
-    return lambda root: {lab: {"reference": source(lab),
-                               "untouched": (root / "release" / lab / f"{lab}.ipynb").read_text()}
-                         for lab in labs}
+    return lambda root: {
+        lab: {
+            "reference": source(lab),
+            "untouched": (root / "release" / lab / f"{lab}.ipynb").read_text(),
+        }
+        for lab in labs
+    }
 
 
 def part_scores(root, lab, points) -> dict[str, dict[str, float]]:
@@ -75,7 +97,9 @@ def part_scores(root, lab, points) -> dict[str, dict[str, float]]:
                 submission = gradebook.find_submission_notebook(lab, lab, student.id)
             except MissingEntry:
                 continue
-            scores[student.id] = {g.name: g.score for g in submission.grades if g.name in points}
+            scores[student.id] = {
+                g.name: g.score for g in submission.grades if g.name in points
+            }
     return scores
 
 
@@ -84,7 +108,11 @@ def written_answers(root, lab, names) -> dict[str, dict[str, tuple]]:
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
-        return {student.id: {g.name: (g.auto_score, g.needs_manual_grade)
-                             for g in gradebook.find_submission_notebook(lab, lab, student.id).grades
-                             if g.name in names}
-                for student in gradebook.students}
+        return {
+            student.id: {
+                g.name: (g.auto_score, g.needs_manual_grade)
+                for g in gradebook.find_submission_notebook(lab, lab, student.id).grades
+                if g.name in names
+            }
+            for student in gradebook.students
+        }

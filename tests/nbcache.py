@@ -7,6 +7,7 @@ with `execute_notebooks: cache` (see _config.yml) then finds a record whose code
 those outputs instead of executing the notebook a second time. A notebook with a failed cell is
 not stored, so the build executes it and fails on it (-W) too.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,7 +31,9 @@ def pytest_runtest_makereport(item, call):
         return
     report = outcome.get_result()
     notebook = item.parent
-    state = notebook.__dict__.setdefault("_zerobook_cache", {"failed": False, "count": 0, "start": time.monotonic()})
+    state = notebook.__dict__.setdefault(
+        "_zerobook_cache", {"failed": False, "count": 0, "start": time.monotonic()}
+    )
     state["failed"] |= report.failed
     state["count"] += 1
     item.cell.outputs = shown_outputs(item.cell.source, item.test_outputs or [])
@@ -59,7 +62,9 @@ def store(nb, path: Path, seconds: float) -> None:
         try:
             get_cache(str(CACHE)).cache_notebook_bundle(
                 CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
-                check_validity=False, overwrite=True)
+                check_validity=False,
+                overwrite=True,
+            )
             return
         except Exception:  # noqa: BLE001  (sqlite "database is locked" surfaces as several types)
             if attempt == TRIES - 1:

@@ -6,6 +6,7 @@ Every phase runs even if an earlier one failed (so one run reports everything), 
 phase whose NAME starts with "book" is skipped when the book build failed. The exit status is
 0 only if every phase passed.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -16,7 +17,11 @@ import time
 def run(phases: list[tuple[str, str]]) -> int:
     results = []
     for name, command in phases:
-        if name != "book" and name.startswith("book") and any(n == "book" and rc for n, rc, _ in results):
+        if (
+            name != "book"
+            and name.startswith("book")
+            and any(n == "book" and rc for n, rc, _ in results)
+        ):
             results.append((name, None, 0.0))
             continue
         start = time.monotonic()
@@ -30,7 +35,13 @@ def print_table(results) -> None:
     width = max(len(name) for name, _, _ in results)
     print("\nmake test, phase by phase:")
     for name, rc, seconds in results:
-        status = "skipped (the book did not build)" if rc is None else "passed" if rc == 0 else f"FAILED (exit {rc})"
+        status = (
+            "skipped (the book did not build)"
+            if rc is None
+            else "passed"
+            if rc == 0
+            else f"FAILED (exit {rc})"
+        )
         print(f"  {name:<{width}}  {seconds:7.1f} s  {status}")
     total = sum(seconds for _, _, seconds in results)
     print(f"  {'total':<{width}}  {total:7.1f} s  ({total / 60:.1f} min)")

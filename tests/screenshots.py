@@ -5,6 +5,7 @@
 book.png: the ZeRO-3 chapter as a reader meets it (the saw-tooth of gathered bytes);
 rank_output.png: a cell's rank-tagged output from the launching chapter (four ranks, one run).
 """
+
 import sys
 import time
 import tempfile
@@ -37,7 +38,9 @@ def main() -> None:
     browser.set_window_size(1280, 1000)
     try:
         shoot(browser, "chapters/zero3.html", "figure", OUT / "book.png", window=True)
-        shoot(browser, "chapters/launching.html", ".cell_output", OUT / "rank_output.png")
+        shoot(
+            browser, "chapters/launching.html", ".cell_output", OUT / "rank_output.png"
+        )
     finally:
         browser.quit()
 

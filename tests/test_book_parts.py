@@ -4,6 +4,7 @@ glossary hits, and the buttons and publishing workflow that wait for a repositor
 The lab pages show each lab's student version (zerobook.classroom.release.student_version, written to
 book/labs/ by `make book` and make test's book phase); the tests marked `book` read the built pages.
 """
+
 import functools
 import html
 import importlib.util
@@ -28,7 +29,9 @@ def chapters_of_each_lab() -> dict[str, list[str]]:
     for row in GUIDE.read_text().splitlines():
         folder = re.search(r"`labs/(\w+)/`", row)
         if folder and row.startswith("|"):
-            table[folder.group(1)] = re.findall(r"\{doc\}`\.\./(chapters/\w+)`", row.split("|")[3])
+            table[folder.group(1)] = re.findall(
+                r"\{doc\}`\.\./(chapters/\w+)`", row.split("|")[3]
+            )
     return table
 
 
@@ -44,8 +47,17 @@ def secret_lines(lab: str) -> set[str]:
     secret = set()
     for cell in json.loads((LABS / lab / f"{lab}.ipynb").read_text())["cells"]:
         source = "".join(cell["source"])
-        regions = [r[1] for r in re.findall(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", source, re.S)]
-        if not regions and cell["cell_type"] == "markdown" and cell["metadata"].get("nbgrader", {}).get("solution"):
+        regions = [
+            r[1]
+            for r in re.findall(
+                r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", source, re.S
+            )
+        ]
+        if (
+            not regions
+            and cell["cell_type"] == "markdown"
+            and cell["metadata"].get("nbgrader", {}).get("solution")
+        ):
             regions = [source]  # a written answer: the whole cell is the model answer
         secret |= {line.strip() for region in regions for line in region.splitlines()}
     return {line for line in secret if line not in student}  # "" and ")" are in it too
@@ -58,7 +70,11 @@ def page_text(page: str) -> str:
 
 def article(page: str) -> str:
     """The page's own content, without the sidebar that links every page."""
-    return page_html(page).split('<article class="bd-article"', 1)[1].split("</article>", 1)[0]
+    return (
+        page_html(page)
+        .split('<article class="bd-article"', 1)[1]
+        .split("</article>", 1)[0]
+    )
 
 
 def test_the_guide_maps_every_lab_to_chapters():
@@ -78,25 +94,40 @@ def test_student_version_keeps_the_stubs_and_drops_solutions_and_hidden_tests(la
 def test_student_version_is_what_release_hands_out(tmp_path):
     """The book's copy equals nbgrader's release, cell for cell (Lab 0)."""
     grading.release(LABS, tmp_path, only=["setup_check"])
-    released = json.loads((tmp_path / "release" / "setup_check" / "setup_check.ipynb").read_text())
+    released = json.loads(
+        (tmp_path / "release" / "setup_check" / "setup_check.ipynb").read_text()
+    )
     ours = student_version("setup_check")
-    assert ["".join(c["source"]) for c in released["cells"]] == [c.source for c in ours.cells]
+    assert ["".join(c["source"]) for c in released["cells"]] == [
+        c.source for c in ours.cells
+    ]
 
 
 def test_the_labs_part_lists_every_lab_and_is_not_executed(tmp_path):
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     part = next(p for p in toc["parts"] if p["caption"] == "Labs")
-    assert sorted(c["file"] for c in part["chapters"]) == [f"book/labs/{lab}" for lab in grading.lab_names(LABS)]
-    captions = [p["caption"] for p in toc["parts"]]  # after the chapters, before the appendix and reference
+    assert sorted(c["file"] for c in part["chapters"]) == [
+        f"book/labs/{lab}" for lab in grading.lab_names(LABS)
+    ]
+    captions = [
+        p["caption"] for p in toc["parts"]
+    ]  # after the chapters, before the appendix and reference
     assert captions[-3:] == ["Labs", "Appendix", "Reference"]
     written = grading.book_labs(LABS, tmp_path)
-    assert all(json.loads(p.read_text())["metadata"]["mystnb"] == {"execution_mode": "off"} for p in written)
+    assert all(
+        json.loads(p.read_text())["metadata"]["mystnb"] == {"execution_mode": "off"}
+        for p in written
+    )
 
 
-@pytest.mark.parametrize("lab, chapter", [(lab, c) for lab, cs in chapters_of_each_lab().items() for c in cs])
+@pytest.mark.parametrize(
+    "lab, chapter", [(lab, c) for lab, cs in chapters_of_each_lab().items() for c in cs]
+)
 def test_each_chapter_ends_with_a_pointer_to_its_lab(lab, chapter):
     last = json.loads((ROOT / f"{chapter}.ipynb").read_text())["cells"][-1]
-    pointer = re.search(r"\{doc\}`(?:[^`<]+<)?\.\./book/labs/(\w+)>?`", "".join(last["source"]))
+    pointer = re.search(
+        r"\{doc\}`(?:[^`<]+<)?\.\./book/labs/(\w+)>?`", "".join(last["source"])
+    )
     assert last["cell_type"] == "markdown" and pointer and pointer.group(1) == lab
 
 
@@ -113,8 +144,13 @@ def test_repository_and_launch_buttons_appear_only_with_a_repository_url(url):
     from types import SimpleNamespace
 
     buttons = load_module(ROOT / "book" / "_ext" / "repository_buttons.py")
-    launch = {"notebook_interface": "jupyterlab", "colab_url": "https://colab.research.google.com"}
-    config = SimpleNamespace(html_theme_options={"repository_url": url, "launch_buttons": dict(launch)})
+    launch = {
+        "notebook_interface": "jupyterlab",
+        "colab_url": "https://colab.research.google.com",
+    }
+    config = SimpleNamespace(
+        html_theme_options={"repository_url": url, "launch_buttons": dict(launch)}
+    )
     buttons.show_when_published(None, config)
     assert config.html_theme_options["use_repository_button"] == bool(url)
     assert ("colab_url" in config.html_theme_options["launch_buttons"]) == bool(url)
@@ -129,14 +165,22 @@ def test_no_placeholder_repository_is_shipped():
 @pytest.mark.parametrize("lab", grading.lab_names(LABS))
 def test_lab_page_shows_the_student_version_only(lab):
     text = page_text(f"book/labs/{lab}")
-    assert "raise NotImplementedError()" in text and "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+    assert (
+        "raise NotImplementedError()" in text
+        and "BEGIN SOLUTION" not in text
+        and "HIDDEN TESTS" not in text
+    )
     leaked = [line for line in secret_lines(lab) if line in text]
-    assert not leaked, f"the page shows lines of the solution or hidden tests: {leaked[:5]}"
+    assert not leaked, (
+        f"the page shows lines of the solution or hidden tests: {leaked[:5]}"
+    )
 
 
 @needs_book
 @pytest.mark.book
-@pytest.mark.parametrize("lab, chapter", [(lab, c) for lab, cs in chapters_of_each_lab().items() for c in cs])
+@pytest.mark.parametrize(
+    "lab, chapter", [(lab, c) for lab, cs in chapters_of_each_lab().items() for c in cs]
+)
 def test_each_chapter_page_links_to_its_lab(lab, chapter):
     assert f'href="../book/labs/{lab}.html"' in article(chapter)
     assert (HTML / "book" / "labs" / f"{lab}.html").is_file()
@@ -146,7 +190,9 @@ def test_each_chapter_page_links_to_its_lab(lab, chapter):
 @pytest.mark.book
 def test_the_shipped_book_has_no_repository_or_launch_buttons():
     for page in ("chapters/launching", "book/labs/setup_check"):
-        assert "launch-buttons" not in page_html(page) and "fa-github" not in page_html(page)
+        assert "launch-buttons" not in page_html(page) and "fa-github" not in page_html(
+            page
+        )
 
 
 def letters(text: str) -> str:
@@ -176,7 +222,10 @@ def test_pages_print_to_one_pdf_with_a_bookmark_and_the_title_of_each(tmp_path):
 
     pdf = load_module(ROOT / "book" / "pdf.py")
     pages = [HTML / "book" / "intro.html", HTML / "chapters" / "launching.html"]
-    parts = [(pdf.title(p), pdf.print_page(chromium(), p, tmp_path / f"{i}.pdf")) for i, p in enumerate(pages)]
+    parts = [
+        (pdf.title(p), pdf.print_page(chromium(), p, tmp_path / f"{i}.pdf"))
+        for i, p in enumerate(pages)
+    ]
     count = pdf.merge(parts, tmp_path / "book.pdf")
     reader = PdfReader(tmp_path / "book.pdf")
     assert count == len(reader.pages) > len(pages)
@@ -186,7 +235,10 @@ def test_pages_print_to_one_pdf_with_a_bookmark_and_the_title_of_each(tmp_path):
 
 
 @pytest.mark.book
-@pytest.mark.skipif(not (ROOT / "_build" / "pdf" / "book.pdf").is_file(), reason="no PDF: run `make pdf`")
+@pytest.mark.skipif(
+    not (ROOT / "_build" / "pdf" / "book.pdf").is_file(),
+    reason="no PDF: run `make pdf`",
+)
 def test_the_book_pdf_holds_every_page_of_the_toc_and_the_intro_links_to_it():
     from pypdf import PdfReader
 
@@ -208,10 +260,23 @@ def test_search_lists_the_glossary_once_named_after_the_term(browser):
     from selenium.webdriver.support.ui import WebDriverWait
 
     load(browser, "search.html", "?q=rank")
-    WebDriverWait(browser, 20).until(lambda b: "Search finished" in "".join(
-        e.text for e in b.find_elements("css selector", "#search-results .search-summary")))
+    WebDriverWait(browser, 20).until(
+        lambda b: (
+            "Search finished"
+            in "".join(
+                e.text
+                for e in b.find_elements(
+                    "css selector", "#search-results .search-summary"
+                )
+            )
+        )
+    )
     links = [a for a in browser.find_elements("css selector", "#search-results li > a")]
-    glossary = [(a.text, a.get_attribute("href").split("/")[-1]) for a in links if "glossary.html" in a.get_attribute("href")]
+    glossary = [
+        (a.text, a.get_attribute("href").split("/")[-1])
+        for a in links
+        if "glossary.html" in a.get_attribute("href")
+    ]
     assert glossary == [("Glossary › rank", "glossary.html#term-rank")]
     assert len(links) > 2
 
@@ -225,13 +290,22 @@ def workflow_steps() -> list[dict]:
 
 
 def test_the_pages_workflow_builds_with_the_readme_s_command_and_deploys():
-    readme = (ROOT / "README.md").read_text().split("## Publishing the book", 1)[1].split("\n## ", 1)[0]
+    readme = (
+        (ROOT / "README.md")
+        .read_text()
+        .split("## Publishing the book", 1)[1]
+        .split("\n## ", 1)[0]
+    )
     command = re.search(r"```bash\n([^#\n]+?)\s*(#.*)?\n```", readme).group(1)
     steps = workflow_steps()
     assert command in [s.get("run") for s in steps]
     used = [s["uses"].split("@")[0] for s in steps if "uses" in s]
-    assert used == ["actions/checkout", "actions/setup-python", "actions/upload-pages-artifact",
-                    "actions/deploy-pages"]
+    assert used == [
+        "actions/checkout",
+        "actions/setup-python",
+        "actions/upload-pages-artifact",
+        "actions/deploy-pages",
+    ]
 
 
 @pytest.mark.parametrize("url", ["", "https://github.com/someone/zero-from-scratch"])
@@ -245,6 +319,10 @@ def test_the_pages_workflow_reads_the_repository_url_as_the_book_does(url, tmp_p
         assert yaml.safe_load(text)["repository"]["url"] == url
     (tmp_path / "_config.yml").write_text(text)
     step = next(s for s in workflow_steps() if s.get("id") == "published")
-    subprocess.run(["bash", "-c", step["run"]], cwd=tmp_path, check=True,
-                   env=dict(os.environ, GITHUB_OUTPUT=str(tmp_path / "out")))
+    subprocess.run(
+        ["bash", "-c", step["run"]],
+        cwd=tmp_path,
+        check=True,
+        env=dict(os.environ, GITHUB_OUTPUT=str(tmp_path / "out")),
+    )
     assert (tmp_path / "out").read_text() == f"url={url}\n"

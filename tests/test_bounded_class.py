@@ -138,8 +138,12 @@ def test_nothing_survives_and_nobody_waits_for_sleeping_children(graded):
 
     _, done, _ = graded
     uids = {p.info["uids"].real for p in psutil.process_iter(["uids"])} & set(JOB_UIDS)
-    orphaned = {uid for uid in uids if not uid_held(uid)}  # another grading's are its own
-    left = [p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"].real in orphaned]
+    orphaned = {
+        uid for uid in uids if not uid_held(uid)
+    }  # another grading's are its own
+    left = [
+        p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"].real in orphaned
+    ]
     assert not left
     took = re.search(rf"fork_loop / {LAB}: not graded in (\d+) s", done.stdout)
     assert took and int(took.group(1)) < 100, done.stdout[

@@ -1,9 +1,14 @@
 """The rule that folds a chapter's check cells (tests/check_cells.py)."""
+
 from check_cells import CHECKED, check_share, fold, is_check_cell, is_folded
 
 
 def code(source: str, tags=()) -> dict:
-    return {"cell_type": "code", "metadata": {"tags": list(tags)} if tags else {}, "source": source}
+    return {
+        "cell_type": "code",
+        "metadata": {"tags": list(tags)} if tags else {},
+        "source": source,
+    }
 
 
 def test_asserts_glue_and_loops_of_them_are_checks_and_teaching_lines_are_not():
@@ -12,7 +17,9 @@ def test_asserts_glue_and_loops_of_them_are_checks_and_teaching_lines_are_not():
     assert check_share("for r in rs:\n    print(r)\n    assert r > 0\n") == 0.0
     assert check_share("y = f(x)\nprint(y)\nassert y\n") == 1 / 3
     assert check_share("# a comment\n\nassert (\n    y\n)\nprint(y)\n") == 3 / 4
-    assert check_share("%%writefile a.py\nassert x\n") == 0.0  # a magic: not parsed, never folded
+    assert (
+        check_share("%%writefile a.py\nassert x\n") == 0.0
+    )  # a magic: not parsed, never folded
 
 
 def test_a_cell_removed_for_another_reason_is_left_alone():

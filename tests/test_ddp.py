@@ -1,5 +1,6 @@
 """zerobook.ddp's average in one process (a gloo group of one): one all-reduce of a flat buffer
 gives each gradient exactly what one all-reduce per tensor gives."""
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -27,11 +28,15 @@ def gradients(flat: bool) -> list[torch.Tensor]:
 
 
 def test_one_flat_all_reduce_gives_each_gradient_the_same_bits(group_of_one):
-    assert all(torch.equal(a, b) for a, b in zip(gradients(flat=True), gradients(flat=False)))
+    assert all(
+        torch.equal(a, b) for a, b in zip(gradients(flat=True), gradients(flat=False))
+    )
 
 
 def test_a_flat_buffer_refuses_two_dtypes(group_of_one):
-    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2).to(torch.bfloat16))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(2, 2), torch.nn.Linear(2, 2).to(torch.bfloat16)
+    )
     for p in model.parameters():
         p.grad = torch.ones_like(p)
     with pytest.raises(ValueError, match="one dtype"):

@@ -1,4 +1,5 @@
 """The rank side without torchrun: backend choice, timeouts, and world size 1."""
+
 from datetime import timedelta
 
 import pytest
@@ -25,14 +26,22 @@ def test_the_backend_can_be_forced(monkeypatch):
 
 def test_collectives_never_wait_torchs_thirty_minutes(monkeypatch):
     monkeypatch.delenv(zdist.TIMEOUT_ENV, raising=False)
-    assert zdist.collective_timeout() == timedelta(seconds=zdist.DEFAULT_COLLECTIVE_TIMEOUT_S)
+    assert zdist.collective_timeout() == timedelta(
+        seconds=zdist.DEFAULT_COLLECTIVE_TIMEOUT_S
+    )
     assert zdist.collective_timeout() < torch.distributed.constants.default_pg_timeout
     monkeypatch.setenv(zdist.TIMEOUT_ENV, "7.5")
     assert zdist.collective_timeout() == timedelta(seconds=7.5)
 
 
 def test_world_size_1_in_process(monkeypatch):
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", zdist.BACKEND_ENV):
+    for name in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        zdist.BACKEND_ENV,
+    ):
         monkeypatch.delenv(name, raising=False)
     me = zdist.setup(verbose=False)
     try:

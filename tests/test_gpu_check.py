@@ -1,6 +1,7 @@
 """make gpu-check (benchmarks/gpu.py) without a GPU: its dry run takes every section's CPU path
 and says it is one; the live-tensor count of zerobook.runs.cuda_memory against the calculator;
 and how chapters find the latest GPU record (zerobook.gpu_record)."""
+
 import json
 import subprocess
 import sys
@@ -13,44 +14,77 @@ from zerobook.models import GPT, GPTConfig
 
 
 @pytest.mark.launch
-def test_the_dry_run_takes_every_section_and_counts_model_states_as_the_calculator(tmp_path):
+def test_the_dry_run_takes_every_section_and_counts_model_states_as_the_calculator(
+    tmp_path,
+):
     save = tmp_path / "dry.md"
-    subprocess.run([sys.executable, "benchmarks/gpu.py", "--dry-run", "--save", str(save)], cwd=ROOT,
-                   check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        [sys.executable, "benchmarks/gpu.py", "--dry-run", "--save", str(save)],
+        cwd=ROOT,
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     text, results = save.read_text(), json.loads(save.with_suffix(".json").read_text())
     assert "**Dry run**" in text and "no GPU" in text
     assert all(f"## {n}." in text for n in range(1, 10))
-    assert results["offload"]["2"]["parity"] == {"resident": 0.0, "offload": 0.0, "prefetch": 0.0}
-    assert results["capstone"]["fsdp2"]["curve"] == results["capstone"]["single"]["curve"]
+    assert results["offload"]["2"]["parity"] == {
+        "resident": 0.0,
+        "offload": 0.0,
+        "prefetch": 0.0,
+    }
+    assert (
+        results["capstone"]["fsdp2"]["curve"] == results["capstone"]["single"]["curve"]
+    )
     assert results["runs"]["hello"]["gloo-cpu"]["ok"]
     assert results["labs"]["setup_check/all_reduce"]["gloo-cpu"]["ok"]
-    assert gpu_record.latest(tmp_path) is None  # a dry run is never shown as a GPU measurement
+    assert (
+        gpu_record.latest(tmp_path) is None
+    )  # a dry run is never shown as a GPU measurement
 
     report = results["memory"]["2"]
-    n, tensors = report["world_size"], len(list(GPT(GPTConfig(vocab=512, hidden=64, layers=2, heads=1)).parameters()))
+    n, tensors = (
+        report["world_size"],
+        len(list(GPT(GPTConfig(vocab=512, hidden=64, layers=2, heads=1)).parameters())),
+    )
     # Above the calculator only: padding to N equal shards (< N elements of 16 bytes per bucket or
     # unit, at most one per parameter tensor) and AdamW's step counters (4 bytes per tensor it steps).
     slack = 16 * (n - 1) * tensors + 4 * tensors
     for method, m in report["methods"].items():
         calc, live = m["calculator"], m["live"]
-        terms = ("params", "grads") if method.endswith("offload") else ("params", "grads", "optimizer")
+        terms = (
+            ("params", "grads")
+            if method.endswith("offload")
+            else ("params", "grads", "optimizer")
+        )
         assert all(0 <= live[t] - calc[t] for t in terms), method
         assert sum(live[t] - calc[t] for t in terms) <= slack, method
         if m["stage"] == 0:
             assert live["params"] == calc["params"] and live["grads"] == calc["grads"]
 
 
-def write_record(folder, name: str, date: str, gpus: int = 1, dry_run: bool = False) -> None:
+def write_record(
+    folder, name: str, date: str, gpus: int = 1, dry_run: bool = False
+) -> None:
     env = {"date": date, "gpus": gpus, "device": "GPU X", "torch": "2.x", "nccl": "2.x"}
-    (folder / name).write_text(json.dumps({"environment": env, "dry_run": dry_run, "matmul": "skipped: no GPU"}))
+    (folder / name).write_text(
+        json.dumps(
+            {"environment": env, "dry_run": dry_run, "matmul": "skipped: no GPU"}
+        )
+    )
 
 
 def test_chapters_read_the_newest_gpu_record_and_nothing_else(tmp_path):
     assert gpu_record.latest(tmp_path) is None
-    write_record(tmp_path, "gpu_cpu_2030-01-01.json", "2030-01-01", gpus=0, dry_run=True)
+    write_record(
+        tmp_path, "gpu_cpu_2030-01-01.json", "2030-01-01", gpus=0, dry_run=True
+    )
     assert gpu_record.latest(tmp_path) is None
     write_record(tmp_path, "gpu_x_2026-01-02.json", "2026-01-02")
     write_record(tmp_path, "gpu_y_2026-03-01.json", "2026-03-01")
     record = gpu_record.latest(tmp_path)
-    assert record.path.name == "gpu_y_2026-03-01.json" and "GPU X on 2026-03-01" in record.label
+    assert (
+        record.path.name == "gpu_y_2026-03-01.json"
+        and "GPU X on 2026-03-01" in record.label
+    )
     assert record.section("matmul") is None  # skipped: nothing to show

@@ -7,6 +7,7 @@ sys.exit() or os._exit() fails its launch like any other failure (tests/test_lau
 nbval (labs/), its untouched release and wrong answers on the harness (tests/test_labs.py), and its
 full round trip in `make test-all` (tests/test_grading_labs.py).
 """
+
 import csv
 import json
 
@@ -32,9 +33,16 @@ def submissions(root) -> dict[str, dict[str, str]]:
     planted faults and a correct last part: a wrong answer in part 1 and a hang in part 2 must each
     cost only their own part, and the part after the hang must still be graded (and score)."""
     solution = SOURCE.read_text()
-    faulty = planted(solution, "return world_size * (world_size + 1) // 2", "return world_size * (world_size + 1) // 2 + 1")
-    faulty = planted(faulty, "dist.all_reduce(value, op=dist.ReduceOp.SUM)",  # a hang that
-                     "while True:\\n        __import__('time').sleep(0.1)")  # leaves the CPU to the rest
+    faulty = planted(
+        solution,
+        "return world_size * (world_size + 1) // 2",
+        "return world_size * (world_size + 1) // 2 + 1",
+    )
+    faulty = planted(
+        faulty,
+        "dist.all_reduce(value, op=dist.ReduceOp.SUM)",  # a hang that
+        "while True:\\n        __import__('time').sleep(0.1)",
+    )  # leaves the CPU to the rest
     lab0 = {
         "reference": solution,
         "untouched": (root / "release" / LAB / f"{LAB}.ipynb").read_text(),
@@ -49,9 +57,13 @@ def graded(tmp_path_factory):
     """Release, submit each notebook, grade them all; return (course root, scores per part)."""
     root = tmp_path_factory.mktemp("course")
     done = round_trip(root, submissions, [LAB], check=False)
-    assert done.returncode == 1 and f"NOT GRADED: not_json / {LAB}" in done.stdout, done.stdout[-3000:]
+    assert done.returncode == 1 and f"NOT GRADED: not_json / {LAB}" in done.stdout, (
+        done.stdout[-3000:]
+    )
     assert done.stdout.count("NOT GRADED") == 1  # the broken notebook, and nobody else
-    assert "FLAGGED" not in done.stdout  # honest work: nbgrader and the clean run agree, no test cell edited
+    assert (
+        "FLAGGED" not in done.stdout
+    )  # honest work: nbgrader and the clean run agree, no test cell edited
     return root, part_scores(root, LAB, PART_POINTS)
 
 
@@ -60,12 +72,24 @@ def test_release_strips_solutions_and_hidden_tests(graded):
     released = (root / "release" / LAB / f"{LAB}.ipynb").read_text()
     assert "BEGIN SOLUTION" not in released and "HIDDEN TESTS" not in released
     assert "dist.all_gather_object(everyone, mine)" not in released
-    code = "".join("".join(c["source"]) for c in json.loads(released)["cells"]
-                   if c["cell_type"] == "code")
+    code = "".join(
+        "".join(c["source"])
+        for c in json.loads(released)["cells"]
+        if c["cell_type"] == "code"
+    )
     assert code.count("raise NotImplementedError()") == 3
-    assert not list((root / "release" / LAB).glob("*_student.py"))  # no solved file leaks
-    for name in ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md", ".cursor/rules/tutor.mdc"):
-        assert "tutor, do not solve" in (root / "release" / LAB / name).read_text(), name
+    assert not list(
+        (root / "release" / LAB).glob("*_student.py")
+    )  # no solved file leaks
+    for name in (
+        "AGENTS.md",
+        "CLAUDE.md",
+        ".github/copilot-instructions.md",
+        ".cursor/rules/tutor.mdc",
+    ):
+        assert "tutor, do not solve" in (root / "release" / LAB / name).read_text(), (
+            name
+        )
 
 
 def test_reference_solution_scores_full_marks(graded):
@@ -77,10 +101,16 @@ def test_the_instructor_notebook_runs_clean_in_every_cell(graded):
     """Lab 0's instructor notebook is executed here, as the reference submission, and not again
     under nbval (the Makefile's LAB0): every code cell ran, and none shows an error."""
     root, _ = graded
-    notebook = json.loads((root / "autograded" / "reference" / LAB / f"{LAB}.ipynb").read_text())
+    notebook = json.loads(
+        (root / "autograded" / "reference" / LAB / f"{LAB}.ipynb").read_text()
+    )
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     assert code and all(c.get("execution_count") for c in code)
-    assert not [c["source"][:60] for c in code if any(o.get("output_type") == "error" for o in c["outputs"])]
+    assert not [
+        c["source"][:60]
+        for c in code
+        if any(o.get("output_type") == "error" for o in c["outputs"])
+    ]
 
 
 def test_untouched_release_scores_zero_on_every_part(graded):
@@ -90,30 +120,47 @@ def test_untouched_release_scores_zero_on_every_part(graded):
 
 def test_a_wrong_answer_and_a_hang_lose_exactly_their_parts_and_grading_goes_on(graded):
     root, scores = graded
-    assert scores["wrong_then_hang"] == dict(PART_POINTS, test_part1=0, test_all_reduce=0)
+    assert scores["wrong_then_hang"] == dict(
+        PART_POINTS, test_part1=0, test_all_reduce=0
+    )
     feedback = (root / "feedback" / "wrong_then_hang" / LAB / f"{LAB}.html").read_text()
-    assert "AssertionError" in feedback and "timed out; every rank was stopped" in feedback
+    assert (
+        "AssertionError" in feedback and "timed out; every rank was stopped" in feedback
+    )
 
 
 def test_scores_csv_and_feedback_are_written(graded):
     root, _ = graded
     with open(root / "grades.csv") as f:
-        rows = {(row["assignment"], row["student_id"]): float(row["score"]) for row in csv.DictReader(f)}
+        rows = {
+            (row["assignment"], row["student_id"]): float(row["score"])
+            for row in csv.DictReader(f)
+        }
     assert rows[LAB, "reference"] == sum(PART_POINTS.values())
     assert rows[LAB, "untouched"] == 0
     for submitted in (root / "submitted").glob("*/*"):
         student, lab = submitted.parent.name, submitted.name
-        assert (root / "feedback" / student / lab / f"{lab}.html").is_file(), (student, lab)
+        assert (root / "feedback" / student / lab / f"{lab}.html").is_file(), (
+            student,
+            lab,
+        )
 
 
 def test_a_broken_notebook_scores_zero_with_a_reason_and_stops_nobody_else(graded):
     root, scores = graded
-    assert scores["reference"] == PART_POINTS  # graded although another notebook could not be
+    assert (
+        scores["reference"] == PART_POINTS
+    )  # graded although another notebook could not be
     feedback = (root / "feedback" / "not_json" / LAB / f"{LAB}.html").read_text()
     assert "could not be graded" in feedback and "scores 0" in feedback
     with open(root / "grades.csv") as f:
-        rows = {(row["assignment"], row["student_id"]): float(row["score"]) for row in csv.DictReader(f)}
-    assert rows[LAB, "not_json"] == 0 and rows[LAB, "reference"] == sum(PART_POINTS.values())
+        rows = {
+            (row["assignment"], row["student_id"]): float(row["score"])
+            for row in csv.DictReader(f)
+        }
+    assert rows[LAB, "not_json"] == 0 and rows[LAB, "reference"] == sum(
+        PART_POINTS.values()
+    )
 
 
 def test_a_lab_submitted_without_its_source_notebook_is_an_error(tmp_path):

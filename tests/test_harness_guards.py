@@ -1,6 +1,7 @@
 """The lab harnesses' guards, in this process (no ranks): a forbidden module cannot be imported
 and is recognised when loaded some other way; a replaced function of the record is named; tests
 that share a run launch it once."""
+
 import importlib
 import importlib.util
 import sys
@@ -23,20 +24,33 @@ def ddp_forbidden(monkeypatch):
 
 
 def test_a_forbidden_module_cannot_be_imported_by_any_spelling(ddp_forbidden):
-    for how in (lambda: importlib.import_module("zerobook.ddp"), lambda: zerobook.ddp,
-                lambda: exec("from zerobook.ddp import OverlappedAllReduce", {})):
-        with pytest.raises(ImportError, match="the course's own implementation of what this lab grades"):
+    for how in (
+        lambda: importlib.import_module("zerobook.ddp"),
+        lambda: zerobook.ddp,
+        lambda: exec("from zerobook.ddp import OverlappedAllReduce", {}),
+    ):
+        with pytest.raises(
+            ImportError, match="the course's own implementation of what this lab grades"
+        ):
             how()
 
 
 def test_a_forbidden_module_loaded_from_its_file_is_recognised(ddp_forbidden):
-    spec = importlib.util.spec_from_file_location("my_ddp", ddp_forbidden["zerobook.ddp"])
+    spec = importlib.util.spec_from_file_location(
+        "my_ddp", ddp_forbidden["zerobook.ddp"]
+    )
     copy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(copy)  # not registered in sys.modules
     student = types.ModuleType("student")
     assert borrowed(student, ddp_forbidden) == []
-    exec("class BucketedDDP(Base):\n    pass\n", {"Base": copy.OverlappedAllReduce}, vars(student))
-    assert borrowed(student, ddp_forbidden) == ["my_ddp"]  # a subclass: its base's methods
+    exec(
+        "class BucketedDDP(Base):\n    pass\n",
+        {"Base": copy.OverlappedAllReduce},
+        vars(student),
+    )
+    assert borrowed(student, ddp_forbidden) == [
+        "my_ddp"
+    ]  # a subclass: its base's methods
     held = types.ModuleType("student")
     held.helper = copy
     assert borrowed(held, ddp_forbidden) == ["my_ddp"]  # the module itself, held
@@ -54,7 +68,9 @@ def test_a_replaced_function_of_the_record_is_named(monkeypatch):
     assert replaced(snapshot) == ["Handle.wait", "torch.equal"]
 
 
-def test_tests_that_share_a_run_launch_it_once_until_its_file_is_written_again(tmp_path, monkeypatch):
+def test_tests_that_share_a_run_launch_it_once_until_its_file_is_written_again(
+    tmp_path, monkeypatch
+):
     """grading.run_shared: one launch (or one failure) for every test that reads it; running the
     cell that writes the student's file again launches again."""
     import os
@@ -75,7 +91,9 @@ def test_tests_that_share_a_run_launch_it_once_until_its_file_is_written_again(t
             grading.run_shared("ddp", str(student), "train", nproc=3)
     assert launches == ["train"]
     student.write_text("x = 1\n")
-    os.utime(student, ns=(0, student.stat().st_mtime_ns + 1))  # however coarse the clock
+    os.utime(
+        student, ns=(0, student.stat().st_mtime_ns + 1)
+    )  # however coarse the clock
     with pytest.raises(RuntimeError):
         grading.run_shared("ddp", str(student), "train", nproc=3)
     assert launches == ["train", "train"]

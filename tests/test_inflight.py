@@ -1,4 +1,5 @@
 """Asynchronous collectives held until wait() (tests/targets/inflight_held.py, 3 ranks)."""
+
 import pytest
 
 import zerobook as zb

@@ -4,6 +4,7 @@ student's and the instructor's environments (nbgrader's instructor UI off, then 
 The static checks run in `make test`; the ones that start JupyterLab (about 10 CPU s each, and a
 chapter run) are `slow` (make test-grading, CI).
 """
+
 import json
 import os
 import re
@@ -42,15 +43,23 @@ def test_answer_cells_are_collapsed_in_jupyterlab(path):
     dropdown's {glue:text} shows only the name)."""
     for cell in nbformat.read(path, 4).cells:
         if "remove-cell" in cell.metadata.get("tags", []):
-            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, cell.source[:80]
-            assert "answer(" in cell.source and not re.search(r"(?<![\w.])glue\(", cell.source), cell.source[:80]
+            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, (
+                cell.source[:80]
+            )
+            assert "answer(" in cell.source and not re.search(
+                r"(?<![\w.])glue\(", cell.source
+            ), cell.source[:80]
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_cross_references_name_their_target(path):
     for cell in markdown_cells(path):
-        assert not BARE_ROLE.findall(cell.source), BARE_ROLE.search(cell.source).group(0)
-        assert "{numref}" not in cell.source, "jupyterlab-myst shows {numref}'s %s as it is"
+        assert not BARE_ROLE.findall(cell.source), BARE_ROLE.search(cell.source).group(
+            0
+        )
+        assert "{numref}" not in cell.source, (
+            "jupyterlab-myst shows {numref}'s %s as it is"
+        )
 
 
 def glue_keys_in_prose(path) -> set[str]:
@@ -65,20 +74,27 @@ def glue_keys_in_prose(path) -> set[str]:
 
 # ---------------------------------------------------------------- the environments (slow) ----
 
+
 def enabled_extensions() -> dict[str, bool]:
     """What `jupyter labextension list` and `jupyter server extension list` say of nbgrader's."""
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(ROOT / "_build" / "no-user-config"))
     said = {}
     for command in (["labextension", "list"], ["server", "extension", "list"]):
-        out = subprocess.run([str(JUPYTER), *command], env=env, capture_output=True, text=True)
+        out = subprocess.run(
+            [str(JUPYTER), *command], env=env, capture_output=True, text=True
+        )
         text = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
-        for name, state in re.findall(r"^\s*(\S*nbgrader\S*) (?:v\S+ )?(enabled|disabled)", text, re.M):
+        for name, state in re.findall(
+            r"^\s*(\S*nbgrader\S*) (?:v\S+ )?(enabled|disabled)", text, re.M
+        ):
             said[name] = state == "enabled"
     return said
 
 
 def make(target: str):
-    done = subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        ["make", "-s", target], cwd=ROOT, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -87,9 +103,10 @@ def make(target: str):
 def test_student_and_instructor_environments():
     """`make install` leaves nbgrader's JupyterLab UI off; `make instructor` turns it on; `make
     install` turns it off again. Listed as Jupyter lists them, one by one."""
-    names = ["@jupyter/nbgrader"] + [f"nbgrader.server_extensions.{e}" for e in
-                                     ("formgrader", "validate_assignment", "assignment_list",
-                                      "course_list")]
+    names = ["@jupyter/nbgrader"] + [
+        f"nbgrader.server_extensions.{e}"
+        for e in ("formgrader", "validate_assignment", "assignment_list", "course_list")
+    ]
     instructor = (ROOT / ".venv" / ".instructor").exists()
     try:
         make("install")
@@ -102,6 +119,7 @@ def test_student_and_instructor_environments():
 
 # ---------------------------------------------------------------- a real JupyterLab (slow) ----
 
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -110,8 +128,10 @@ def free_port() -> int:
 
 def write_settings(settings: Path):
     """No news pop-up over the page; no autosave (the chapter is a copy anyway)."""
-    for plugin, values in {"apputils-extension/notification": {"fetchNews": "false"},
-                           "docmanager-extension/plugin": {"autosave": False}}.items():
+    for plugin, values in {
+        "apputils-extension/notification": {"fetchNews": "false"},
+        "docmanager-extension/plugin": {"autosave": False},
+    }.items():
         path = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(values))
@@ -127,7 +147,9 @@ def wait_listening(lab, port: int, log: Path, seconds: float = 180):
             return
         except OSError:
             time.sleep(0.5)
-    pytest.fail(f"JupyterLab did not listen within {seconds} s:\n" + log.read_text()[-3000:])
+    pytest.fail(
+        f"JupyterLab did not listen within {seconds} s:\n" + log.read_text()[-3000:]
+    )
 
 
 @pytest.fixture
@@ -139,15 +161,30 @@ def jupyterlab(tmp_path):
     shutil.copy(ROOT / "chapters" / f"{CHAPTER}.ipynb", tmp_path / "chapters")
     write_settings(tmp_path / "settings")
     port, token = free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
-               JUPYTER_DATA_DIR=str(tmp_path / "data"),
-               JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_DATA_DIR=str(tmp_path / "data"),
+        JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+    )
     log = open(tmp_path / "lab.log", "w")
-    lab = subprocess.Popen([str(JUPYTER), "lab", "--no-browser", "--allow-root", f"--port={port}",
-                            "--ip=127.0.0.1", f"--IdentityProvider.token={token}",
-                            f"--ServerApp.root_dir={tmp_path}", "--LabApp.expose_app_in_browser=True"],
-                           env=env, stdout=log, stderr=subprocess.STDOUT)
+    lab = subprocess.Popen(
+        [
+            str(JUPYTER),
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={tmp_path}",
+            "--LabApp.expose_app_in_browser=True",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         wait_listening(lab, port, tmp_path / "lab.log")
         yield f"http://127.0.0.1:{port}/lab/tree/chapters/{CHAPTER}.ipynb?token={token}"
@@ -162,23 +199,38 @@ def run_all(b, wait):
     """Run > Run All Cells, as a student would; wait until every code cell has run."""
     from selenium.webdriver.common.by import By
 
-    b.find_element(By.XPATH, "//li[contains(@class,'lm-MenuBar-item')][.//div[text()='Run']]").click()
+    b.find_element(
+        By.XPATH, "//li[contains(@class,'lm-MenuBar-item')][.//div[text()='Run']]"
+    ).click()
     item = "//li[contains(@class,'lm-Menu-item')][.//div[text()='Run All Cells']]"
-    wait(30, lambda d: [e for e in d.find_elements(By.XPATH, item) if e.is_displayed()])[0].click()
+    wait(
+        30, lambda d: [e for e in d.find_elements(By.XPATH, item) if e.is_displayed()]
+    )[0].click()
 
     wait(300, lambda d: d.execute_script(RAN))
     assert not b.execute_script(ERRORS)
 
 
 NOTEBOOK = "const notebook = window.jupyterapp.shell.currentWidget;\n"
-CODE_CELLS = NOTEBOOK + "const code = [...notebook.content.model.cells].filter(c => c.type === 'code');\n"
-RAN = CODE_CELLS + """return notebook.sessionContext.session.kernel.status === 'idle'
+CODE_CELLS = (
+    NOTEBOOK
+    + "const code = [...notebook.content.model.cells].filter(c => c.type === 'code');\n"
+)
+RAN = (
+    CODE_CELLS
+    + """return notebook.sessionContext.session.kernel.status === 'idle'
   && code.every(c => c.executionCount !== null);"""
-ERRORS = CODE_CELLS + """return code.flatMap(c => c.outputs.toJSON())
+)
+ERRORS = (
+    CODE_CELLS
+    + """return code.flatMap(c => c.outputs.toJSON())
   .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue);"""
+)
 
 
-GLUED = CODE_CELLS + """const out = {};
+GLUED = (
+    CODE_CELLS
+    + """const out = {};
 for (const cell of code) {
   for (const o of cell.outputs.toJSON()) {
     const name = o.metadata && o.metadata.scrapbook && o.metadata.scrapbook.name;
@@ -186,6 +238,7 @@ for (const cell of code) {
   }
 }
 return out;"""
+)
 
 
 def shoot(b, name: str, element=None):
@@ -204,11 +257,16 @@ def test_chapter_reads_in_jupyterlab(jupyterlab, tmp_path):
     from selenium.webdriver.support.ui import WebDriverWait
 
     b = browser.driver(tmp_path / "chromium", offline=browser.LOOPBACK_ONLY)
-    wait = lambda seconds, until: WebDriverWait(b, seconds, poll_frequency=1).until(until)
+    wait = lambda seconds, until: WebDriverWait(b, seconds, poll_frequency=1).until(
+        until
+    )
     try:
         b.set_window_size(1400, 1000)
         b.get(jupyterlab)
-        wait(180, lambda d: d.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-MarkdownCell"))
+        wait(
+            180,
+            lambda d: d.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-MarkdownCell"),
+        )
         wait(180, lambda d: "Idle" in d.find_element(By.ID, "jp-main-statusbar").text)
         run_all(b, wait)
         check_prose(b)
@@ -217,7 +275,9 @@ def test_chapter_reads_in_jupyterlab(jupyterlab, tmp_path):
         check_no_instructor_ui(b)
     finally:
         SHOTS.mkdir(parents=True, exist_ok=True)
-        (SHOTS / "page.html").write_text(b.page_source)  # what the checks read, to look at
+        (SHOTS / "page.html").write_text(
+            b.page_source
+        )  # what the checks read, to look at
         b.quit()
 
 
@@ -225,7 +285,9 @@ def check_prose(b):
     """No MyST role, directive or target shows as raw text in any rendered markdown cell."""
     from selenium.webdriver.common.by import By
 
-    cells = b.find_elements(By.CSS_SELECTOR, ".jp-MarkdownCell .myst")  # jupyterlab-myst's
+    cells = b.find_elements(
+        By.CSS_SELECTOR, ".jp-MarkdownCell .myst"
+    )  # jupyterlab-myst's
     assert len(cells) == len(markdown_cells(ROOT / "chapters" / f"{CHAPTER}.ipynb"))
     shoot(b, "chapter-top", cells[0])
     for cell in cells:
@@ -234,30 +296,50 @@ def check_prose(b):
             assert raw not in text, (raw, text[:300])
         assert not re.search(r"\([\w-]+\)=", text), text[:300]
     prose = " ".join(cell.text for cell in cells)
-    assert "an fp32 master copy" in prose  # {term}`master <master weights>`: its text, a link
+    assert (
+        "an fp32 master copy" in prose
+    )  # {term}`master <master weights>`: its text, a link
 
 
 def check_answers(b):
     """Every answer is a folded dropdown; the cell computing them shows no source."""
     from selenium.webdriver.common.by import By
 
-    answers = b.find_elements(By.XPATH, "//details[.//summary[contains(., 'Answer')]][not(ancestor::*[contains(@class, 'jp-OutputArea')])]")
+    answers = b.find_elements(
+        By.XPATH,
+        "//details[.//summary[contains(., 'Answer')]][not(ancestor::*[contains(@class, 'jp-OutputArea')])]",
+    )
     assert len(answers) == 4, len(answers)
     assert not [a for a in answers if a.get_attribute("open")]
     shoot(b, "answers-folded", answers[0])
-    hidden = [c for c in b.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")
-              if c.find_elements(By.CSS_SELECTOR, ".jp-InputPlaceholder")]
-    assert len(hidden) == 1 and hidden[0].find_element(By.CSS_SELECTOR, ".jp-InputPlaceholder").is_displayed()
+    hidden = [
+        c
+        for c in b.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")
+        if c.find_elements(By.CSS_SELECTOR, ".jp-InputPlaceholder")
+    ]
+    assert (
+        len(hidden) == 1
+        and hidden[0]
+        .find_element(By.CSS_SELECTOR, ".jp-InputPlaceholder")
+        .is_displayed()
+    )
     assert 'glue("ex1' not in b.find_element(By.CSS_SELECTOR, ".jp-Notebook").text
     shoot(b, "answer-cell-collapsed", hidden[0])
     answers[0].find_element(By.TAG_NAME, "summary").click()
     assert answers[0].get_attribute("open")
     shoot(b, "answer-opened", answers[0])
-    values = hidden[0].find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output details")  # zerobook.answers
+    values = hidden[0].find_elements(
+        By.CSS_SELECTOR, ".jp-OutputArea-output details"
+    )  # zerobook.answers
     assert len(values) == 5 and not [v for v in values if v.get_attribute("open")]
-    values[0].find_element(By.TAG_NAME, "summary").click()  # the number the first answer names
+    values[0].find_element(
+        By.TAG_NAME, "summary"
+    ).click()  # the number the first answer names
     replicated = f"{2 * 70e9 / 1e9:.0f}"  # Exercise 1: the 16-bit weights of 70B parameters, in GB
-    assert values[0].get_attribute("open") and values[0].text.splitlines()[-1].strip() == replicated
+    assert (
+        values[0].get_attribute("open")
+        and values[0].text.splitlines()[-1].strip() == replicated
+    )
     shoot(b, "answer-value-opened", hidden[0])
 
 
@@ -267,7 +349,9 @@ def check_glued_numbers(b):
     from selenium.webdriver.common.by import By
 
     glued = b.execute_script(GLUED)
-    shown = "\n".join(o.text for o in b.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output"))
+    shown = "\n".join(
+        o.text for o in b.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")
+    )
     keys = glue_keys_in_prose(ROOT / "chapters" / f"{CHAPTER}.ipynb")
     assert keys and keys <= set(glued), keys - set(glued)
     for key in keys:
@@ -285,7 +369,9 @@ def check_no_instructor_ui(b):
     for tool in ("Formgrader", "Create Assignment", "Validate"):
         assert tool not in page, tool
     commands = b.execute_script("return window.jupyterapp.commands.listCommands()")
-    assert not [c for c in commands if "nbgrader" in c.lower() or "formgrader" in c.lower()]
+    assert not [
+        c for c in commands if "nbgrader" in c.lower() or "formgrader" in c.lower()
+    ]
     shoot(b, "student-menus")
 
 
@@ -300,5 +386,7 @@ def test_an_answer_is_glued_for_the_book_and_folded_for_jupyterlab(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj.data))
     answer("ex1_gb", "<16.6>")
     assert glued == [(("ex1_gb", "<16.6>"), {"display": False})]
-    assert shown == ["<details><summary>&#9656; answer <code>ex1_gb</code> (click to show)</summary>"
-                     "<code>&lt;16.6&gt;</code></details>"]
+    assert shown == [
+        "<details><summary>&#9656; answer <code>ex1_gb</code> (click to show)</summary>"
+        "<code>&lt;16.6&gt;</code></details>"
+    ]

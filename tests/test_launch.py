@@ -1,4 +1,5 @@
 """zb.torchrun: real multi-process runs, and every way a run can go wrong."""
+
 import json
 import os
 import signal
@@ -14,7 +15,9 @@ import pytest
 import zerobook as zb
 from conftest import ROOT, processes_running
 
-pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
+pytestmark = (
+    pytest.mark.launch
+)  # starts ranks with torchrun (make test-quick leaves it out)
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +45,15 @@ def test_four_ranks_report_back_and_all_reduce(hello):
 
 def test_output_is_free_of_torchrun_banners_and_rename_warnings(hello):
     result, shown = hello
-    for noise in ("torch.distributed.run", "OMP_NUM_THREADS", "is deprecated", "FutureWarning",
-                  "W1", "I1", "elastic"):
+    for noise in (
+        "torch.distributed.run",
+        "OMP_NUM_THREADS",
+        "is deprecated",
+        "FutureWarning",
+        "W1",
+        "I1",
+        "elastic",
+    ):
         assert noise not in result.log and noise not in shown, noise
     assert all(line.startswith("[rank") for line in result.log.splitlines())
     assert all(line.startswith("[rank") for line in shown.splitlines())
@@ -51,8 +61,11 @@ def test_output_is_free_of_torchrun_banners_and_rename_warnings(hello):
 
 def test_the_profilers_own_log_lines_are_kept_out_of_the_output(capsys):
     from zerobook.launch import _Stream
+
     stream = _Stream(echo=True)
-    stream.add("[default0]:USDT:2026-11-21 18:40:40 7234:7234 SyncActivityProfilerHandler.cpp:52] profiler_start")
+    stream.add(
+        "[default0]:USDT:2026-11-21 18:40:40 7234:7234 SyncActivityProfilerHandler.cpp:52] profiler_start"
+    )
     stream.add("[default0]:a line of the lab's own")
     assert capsys.readouterr().out == "[rank0] a line of the lab's own\n"
     assert stream.ranks == {0: ["a line of the lab's own"]}
@@ -78,28 +91,40 @@ def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_ar
     assert any(noise in line for line in stream.agent)  # kept for the log, not shown
 
 
-def test_a_script_path_runs_too_and_a_rank_that_raises_is_named_with_its_traceback(unique_target):
+def test_a_script_path_runs_too_and_a_rank_that_raises_is_named_with_its_traceback(
+    unique_target,
+):
     script = unique_target("raise_on_rank.py")
     children_before = len(psutil.Process().children(recursive=True))
-    healthy = zb.torchrun(script, nproc=3, args=["--rank", "99"], echo=False)  # a .py path runs
+    healthy = zb.torchrun(
+        script, nproc=3, args=["--rank", "99"], echo=False
+    )  # a .py path runs
     assert healthy.ranks == [{"ok": True}] * 3
     healthy = healthy.seconds  # start-up, this load
     start = time.monotonic()
     with pytest.raises(zb.LaunchError) as caught:
         zb.torchrun(script, nproc=3, args=["--rank", "2"], echo=False)
-    assert time.monotonic() - start < healthy + 5  # the failure reported within seconds of start-up
+    assert (
+        time.monotonic() - start < healthy + 5
+    )  # the failure reported within seconds of start-up
     error = caught.value
     assert error.rank == 2
     assert str(error).startswith("rank 2 failed: ValueError: planted failure on rank 2")
     assert f'File "{script}", line' in str(error) and "raise ValueError" in str(error)
-    assert "rank_entry" not in str(error)  # the wrapper's frames are not the student's problem
-    assert len(str(error).splitlines()) < 40  # that rank's last lines, not every rank's log
+    assert "rank_entry" not in str(
+        error
+    )  # the wrapper's frames are not the student's problem
+    assert (
+        len(str(error).splitlines()) < 40
+    )  # that rank's last lines, not every rank's log
     assert len(psutil.Process().children(recursive=True)) == children_before
     assert processes_running(str(script)) == []
 
 
-@pytest.mark.parametrize("mode, ops", [("different", {"ALLREDUCE", "BROADCAST"}),
-                                       ("skip", {"ALLREDUCE", "ALLGATHER"})])
+@pytest.mark.parametrize(
+    "mode, ops",
+    [("different", {"ALLREDUCE", "BROADCAST"}), ("skip", {"ALLREDUCE", "ALLGATHER"})],
+)
 def test_mismatched_collectives_fail_fast_naming_them(unique_target, mode, ops):
     script = unique_target("mismatch.py")
     start = time.monotonic()
@@ -112,7 +137,9 @@ def test_mismatched_collectives_fail_fast_naming_them(unique_target, mode, ops):
     assert processes_running(str(script)) == []
 
 
-def test_a_rank_that_never_arrives_fails_within_a_minute_naming_the_collective(unique_target):
+def test_a_rank_that_never_arrives_fails_within_a_minute_naming_the_collective(
+    unique_target,
+):
     script = unique_target("wait_forever.py")
     start = time.monotonic()
     with pytest.raises(zb.LaunchError) as caught:
@@ -122,7 +149,9 @@ def test_a_rank_that_never_arrives_fails_within_a_minute_naming_the_collective(u
     assert processes_running(str(script)) == []
 
 
-def test_the_whole_run_timeout_stops_every_rank_saying_where_each_one_was(unique_target):
+def test_the_whole_run_timeout_stops_every_rank_saying_where_each_one_was(
+    unique_target,
+):
     script = unique_target("wait_forever.py")
     with pytest.raises(zb.LaunchError, match="timed out") as caught:
         zb.torchrun(script, nproc=2, timeout=20, collective_timeout=600, echo=False)
@@ -137,7 +166,9 @@ def test_two_launches_at_once_both_succeed():
     results = [None, None]
 
     def launch(i):
-        results[i] = zb.torchrun("zerobook.runs.hello", nproc=1, echo=False)  # two agents, two stores
+        results[i] = zb.torchrun(
+            "zerobook.runs.hello", nproc=1, echo=False
+        )  # two agents, two stores
 
     threads = [threading.Thread(target=launch, args=(i,)) for i in range(2)]
     for t in threads:
@@ -149,12 +180,19 @@ def test_two_launches_at_once_both_succeed():
 
 def test_interrupt_kills_the_whole_run(unique_target):
     script = unique_target("wait_forever.py")
-    code = (f"import zerobook as zb\ntry:\n    zb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)\n"
-            "except zb.launch.LaunchInterrupted as stop:\n    print('SHOWN:', stop._render_traceback_())\n    raise")
+    code = (
+        f"import zerobook as zb\ntry:\n    zb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)\n"
+        "except zb.launch.LaunchInterrupted as stop:\n    print('SHOWN:', stop._render_traceback_())\n    raise"
+    )
     # pytest-xdist's workers ignore SIGINT, and a child would inherit that: restore the default,
     # as in a Jupyter kernel, where an interrupt raises KeyboardInterrupt
-    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              cwd=ROOT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
+    )
     for line in parent.stdout:  # wait until the ranks are up
         if "[zerobook] backend=" in line:
             break
@@ -173,7 +211,9 @@ def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target):
     (zerobook.lifetime: parent-death signals)."""
     script = unique_target("wait_forever.py")
     code = f"import zerobook as zb\nzb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)"
-    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
     for line in parent.stdout:  # wait until the ranks are up
         if "[zerobook] backend=" in line:
             break
@@ -181,7 +221,9 @@ def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target):
     assert len(processes_running(str(script))) >= 3  # torchrun and its two ranks
     parent.kill()
     parent.wait(timeout=10)
-    deadline = time.monotonic() + 15  # torchrun stops its ranks (SIGTERM, then SIGKILL after its grace)
+    deadline = (
+        time.monotonic() + 15
+    )  # torchrun stops its ranks (SIGTERM, then SIGKILL after its grace)
     while processes_running(str(script)) and time.monotonic() < deadline:
         time.sleep(0.2)
     left = processes_running(str(script))
@@ -193,7 +235,9 @@ def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target):
 def test_a_target_that_does_not_exist_fails_before_anything_starts():
     with pytest.raises(zb.LaunchError, match="no such script"):
         zb.torchrun("no/such/file.py")
-    with pytest.raises(zb.LaunchError, match="neither a .py file nor an importable module"):
+    with pytest.raises(
+        zb.LaunchError, match="neither a .py file nor an importable module"
+    ):
         zb.torchrun("zerobook.runs.no_such_run")
     with pytest.raises(ValueError, match="nproc must be >= 1"):
         zb.torchrun("zerobook.runs.hello", nproc=0)
@@ -203,8 +247,15 @@ def test_the_same_script_runs_without_torchrun_as_world_size_1():
     env = dict(os.environ, OMP_NUM_THREADS="1")
     for key in ("RANK", "WORLD_SIZE", "ZEROBOOK_REPORT_DIR"):
         env.pop(key, None)
-    out = subprocess.run([sys.executable, "-m", "zerobook.runs.hello"], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "zerobook.runs.hello"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     assert "world_size=1" in out and '"total": 1.0' in out
 
 
@@ -233,18 +284,35 @@ def test_a_rank_that_only_lost_its_peer_is_not_named_first(tmp_path):
     from zerobook.failures import raise_if_failed
     from zerobook.launch import _Stream
 
-    records = [(0, 1.0, "RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:1"),
-               (1, 2.0, "RuntimeError: Timed out waiting 10000ms for send operation to complete")]
+    records = [
+        (0, 1.0, "RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:1"),
+        (
+            1,
+            2.0,
+            "RuntimeError: Timed out waiting 10000ms for send operation to complete",
+        ),
+    ]
     for rank, when, summary in records:
-        (tmp_path / f"rank{rank}.error.json").write_text(json.dumps(
-            {"rank": rank, "time": when, "summary": summary, "traceback": summary, "collective": "send"}))
+        (tmp_path / f"rank{rank}.error.json").write_text(
+            json.dumps(
+                {
+                    "rank": rank,
+                    "time": when,
+                    "summary": summary,
+                    "traceback": summary,
+                    "collective": "send",
+                }
+            )
+        )
     with pytest.raises(zb.LaunchError) as caught:
         raise_if_failed(str(tmp_path), _Stream(echo=False), "target")
     assert caught.value.rank == 1
 
 
 @pytest.mark.parametrize("how", ["os_exit", "sys_exit"])
-def test_a_rank_that_ends_the_process_early_does_not_count_even_with_a_report(unique_target, how):
+def test_a_rank_that_ends_the_process_early_does_not_count_even_with_a_report(
+    unique_target, how
+):
     """A script that writes its own report and exits 0 before it finishes fails the run: only a
     script that returned leaves its finish token, which it never saw among the run's files."""
     script = unique_target("exit_early.py")
@@ -267,7 +335,10 @@ def test_a_flood_of_output_is_cut_and_says_so(unique_target, capsys):
     script = unique_target("flood.py")
     result = zb.torchrun(str(script), nproc=1, timeout=120)
     shown = capsys.readouterr().out
-    assert f"[rank0] {'x' * MAX_LINE_CHARS} ... [{50_000 - MAX_LINE_CHARS:,} more characters cut]" in shown
+    assert (
+        f"[rank0] {'x' * MAX_LINE_CHARS} ... [{50_000 - MAX_LINE_CHARS:,} more characters cut]"
+        in shown
+    )
     assert "only its last lines are kept" in shown and "line 199999" not in shown
     assert len(shown) < MAX_RANK_BYTES + 10_000
     assert sum(len(line) + 1 for line in result.lines[0]) < MAX_RANK_BYTES

@@ -1,4 +1,5 @@
 """zerobook.measure: bytes counted from real tensors (each storage once), saved activations."""
+
 import pytest
 import torch
 
@@ -42,9 +43,13 @@ def test_a_layers_activations_are_korthikantis_without_dropout():
     config = GPTConfig(vocab=128, hidden=64, layers=1, heads=4, seq_len=32)
     block = GPT(config).blocks[0]
     s, b, h, a = config.seq_len, 3, config.hidden, config.heads
-    measured = measure.activation_bytes(block, torch.randn(b, s, h, requires_grad=True)).bytes
+    measured = measure.activation_bytes(
+        block, torch.randn(b, s, h, requires_grad=True)
+    ).bytes
     without_dropout = 16 * s * b * h + a * s * s * b  # elements
-    extras = 2 * 2 * s * b * 4 + s * s  # two LayerNorms' mean and rstd (fp32), the bool mask
+    extras = (
+        2 * 2 * s * b * 4 + s * s
+    )  # two LayerNorms' mean and rstd (fp32), the bool mask
     assert measured == 4 * without_dropout + extras
 
 

@@ -1,4 +1,5 @@
 """zerobook.models: the course's small GPT, counted exactly."""
+
 from zerobook import measure, memory
 from zerobook.models import GPT, GPTConfig
 
@@ -7,6 +8,8 @@ CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
 
 def test_the_model_has_exactly_the_formulas_parameters():
     model = GPT(CONFIG)
-    assert measure.num_params(model) == memory.transformer_params(CONFIG.hidden, CONFIG.layers, CONFIG.vocab)
+    assert measure.num_params(model) == memory.transformer_params(
+        CONFIG.hidden, CONFIG.layers, CONFIG.vocab
+    )
     # the output layer is the embedding: tied, counted once
     assert sum(p.numel() for p in model.parameters()) == measure.num_params(model)

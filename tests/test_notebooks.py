@@ -1,4 +1,5 @@
 """Notebooks as committed: outputs stripped, every chapter in the book, every lab gradable."""
+
 import json
 import re
 
@@ -7,8 +8,12 @@ import yaml
 
 from conftest import ROOT
 
-NOTEBOOKS = sorted(p for folder in ("chapters", "labs", "book") for p in (ROOT / folder).rglob("*.ipynb")
-                   if ".ipynb_checkpoints" not in p.parts)
+NOTEBOOKS = sorted(
+    p
+    for folder in ("chapters", "labs", "book")
+    for p in (ROOT / folder).rglob("*.ipynb")
+    if ".ipynb_checkpoints" not in p.parts
+)
 LABS = sorted(p for p in (ROOT / "labs").glob("*/*.ipynb") if p.stem == p.parent.name)
 
 
@@ -30,31 +35,58 @@ def test_there_are_notebooks_to_check():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_committed_without_outputs(path):
-    dirty = [i for i, cell in enumerate(load(path)["cells"]) if cell["cell_type"] == "code"
-             and (cell.get("outputs") or cell.get("execution_count") is not None)]
-    assert not dirty, f"{path.name}: cells {dirty} have outputs; strip them before committing"
+    dirty = [
+        i
+        for i, cell in enumerate(load(path)["cells"])
+        if cell["cell_type"] == "code"
+        and (cell.get("outputs") or cell.get("execution_count") is not None)
+    ]
+    assert not dirty, (
+        f"{path.name}: cells {dirty} have outputs; strip them before committing"
+    )
 
 
 CHAPTERS = [p for p in NOTEBOOKS if p.parts[-2] == "chapters"]
 
 
-@pytest.mark.parametrize("path", [p for p in CHAPTERS if not p.stem.startswith("appendix_")], ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path",
+    [p for p in CHAPTERS if not p.stem.startswith("appendix_")],
+    ids=lambda p: p.stem,
+)
 def test_every_chapter_has_a_captioned_figure_that_its_text_refers_to(path):
     cells = load(path)["cells"]
-    figures = [c["metadata"]["mystnb"]["figure"] for c in cells if "figure" in c["metadata"].get("mystnb", {})]
+    figures = [
+        c["metadata"]["mystnb"]["figure"]
+        for c in cells
+        if "figure" in c["metadata"].get("mystnb", {})
+    ]
     prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    assert figures and all(f.get("caption") for f in figures), f"{path.stem}: no captioned figure"
-    named = lambda f: f"`{f['name']}`" in prose or f"<{f['name']}>`" in prose  # {numref}`x` or {ref}`text <x>`
+    assert figures and all(f.get("caption") for f in figures), (
+        f"{path.stem}: no captioned figure"
+    )
+    named = lambda f: (
+        f"`{f['name']}`" in prose or f"<{f['name']}>`" in prose
+    )  # {numref}`x` or {ref}`text <x>`
     unreferenced = [f["name"] for f in figures if not named(f)]
-    assert not unreferenced, f"{path.stem}: figures not referred to in the text: {unreferenced}"
-
+    assert not unreferenced, (
+        f"{path.stem}: figures not referred to in the text: {unreferenced}"
+    )
 
 
 def test_every_chapter_is_in_the_table_of_contents():
-    chapters = {str(p.relative_to(ROOT).with_suffix("")) for p in NOTEBOOKS if p.parts[-2] == "chapters"}
+    chapters = {
+        str(p.relative_to(ROOT).with_suffix(""))
+        for p in NOTEBOOKS
+        if p.parts[-2] == "chapters"
+    }
     assert chapters <= toc_files(), chapters - toc_files()
-    for entry in toc_files() - {e for e in toc_files() if e.startswith("book/labs/")}:  # made at build time
-        assert any((ROOT / entry).with_suffix(s).exists() for s in (".md", ".ipynb")), entry
+    for entry in toc_files() - {
+        e for e in toc_files() if e.startswith("book/labs/")
+    }:  # made at build time
+        assert any((ROOT / entry).with_suffix(s).exists() for s in (".md", ".ipynb")), (
+            entry
+        )
 
 
 @pytest.mark.parametrize("path", LABS, ids=lambda p: p.parent.name)
@@ -69,19 +101,26 @@ def test_lab_is_an_nbgrader_notebook(path):
     for cell, m in zip(cells, meta):
         text = "".join(cell["source"])
         begins, ends = text.count("### BEGIN SOLUTION"), text.count("### END SOLUTION")
-        if cell["cell_type"] == "markdown" and m["solution"]:  # a written answer, graded by hand
+        if (
+            cell["cell_type"] == "markdown" and m["solution"]
+        ):  # a written answer, graded by hand
             assert m["grade"] and m["points"] > 0 and begins == ends == 0, m["grade_id"]
             continue
         assert begins == ends and (begins > 0) == m["solution"], m["grade_id"]
         assert ("HIDDEN TESTS" not in text) or m["grade"], m["grade_id"]
-    assert any("HIDDEN TESTS" in "".join(c["source"]) for c in cells), "the lab has hidden tests"
+    assert any("HIDDEN TESTS" in "".join(c["source"]) for c in cells), (
+        "the lab has hidden tests"
+    )
 
 
 def test_rank_scripts_are_written_from_a_cell():
     """A lab's student code reaches the ranks as a file the notebook writes (%%writefile)."""
     for path in LABS:
-        writes = [c for c in load(path)["cells"]
-                  if re.match(r"%%writefile \w+_student\.py", "".join(c["source"]))]
+        writes = [
+            c
+            for c in load(path)["cells"]
+            if re.match(r"%%writefile \w+_student\.py", "".join(c["source"]))
+        ]
         assert writes, path.name
 
 
@@ -89,7 +128,11 @@ CHAPTERS = [p for p in NOTEBOOKS if p.parts[-2] == "chapters"]
 
 
 def markdown(path) -> str:
-    return "\n".join("".join(c["source"]) for c in load(path)["cells"] if c["cell_type"] == "markdown")
+    return "\n".join(
+        "".join(c["source"])
+        for c in load(path)["cells"]
+        if c["cell_type"] == "markdown"
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -97,37 +140,65 @@ def test_every_chapter_has_at_least_three_exercises_each_with_a_dropdown_answer(
     text = markdown(path)
     exercises = re.findall(r":::\{admonition\} Exercise \d+\n", text)
     answers = re.findall(r":::\{admonition\} Answer\n:class: dropdown\n", text)
-    assert len(exercises) >= 3 and len(answers) == len(exercises), (len(exercises), len(answers))
+    assert len(exercises) >= 3 and len(answers) == len(exercises), (
+        len(exercises),
+        len(answers),
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_the_cells_that_compute_the_answers_are_not_shown_before_the_exercises(path):
     """A cell that glues an exercise's answer (`glue("ex...`) is tagged remove-cell: the book
     shows the answer only in its folded dropdown, not as code above the exercise."""
-    shown = [i for i, cell in enumerate(load(path)["cells"]) if cell["cell_type"] == "code"
-             and re.search(r'(glue|answer)\("(app_)?ex', "".join(cell["source"]))
-             and "remove-cell" not in cell["metadata"].get("tags", [])]
-    assert not shown, f"{path.name}: cells {shown} compute answers in plain view; tag them remove-cell"
+    shown = [
+        i
+        for i, cell in enumerate(load(path)["cells"])
+        if cell["cell_type"] == "code"
+        and re.search(r'(glue|answer)\("(app_)?ex', "".join(cell["source"]))
+        and "remove-cell" not in cell["metadata"].get("tags", [])
+    ]
+    assert not shown, (
+        f"{path.name}: cells {shown} compute answers in plain view; tag them remove-cell"
+    )
 
 
 def test_every_reference_is_cited_where_it_is_used():
-    keys = re.findall(r"^@\w+\{([^,]+),", (ROOT / "book/references.bib").read_text(), re.M)
-    sources = [p.read_text() for p in CHAPTERS] + [p.read_text() for p in (ROOT / "book").glob("*.md")]
-    cited = {k.strip() for s in sources for group in re.findall(r"\{cite[pt]?\}`([^`]+)`", s) for k in group.split(",")}
+    keys = re.findall(
+        r"^@\w+\{([^,]+),", (ROOT / "book/references.bib").read_text(), re.M
+    )
+    sources = [p.read_text() for p in CHAPTERS] + [
+        p.read_text() for p in (ROOT / "book").glob("*.md")
+    ]
+    cited = {
+        k.strip()
+        for s in sources
+        for group in re.findall(r"\{cite[pt]?\}`([^`]+)`", s)
+        for k in group.split(",")
+    }
     assert keys and set(keys) <= cited, set(keys) - cited
 
 
 def test_every_glossary_term_is_linked_from_a_chapter():
-    glossary = (ROOT / "book/glossary.md").read_text().split("```{glossary}")[1].split("```")[0]
+    glossary = (
+        (ROOT / "book/glossary.md")
+        .read_text()
+        .split("```{glossary}")[1]
+        .split("```")[0]
+    )
     groups, group = [], []
-    for line in glossary.splitlines():  # a definition follows one or more lines of terms
+    for (
+        line
+    ) in glossary.splitlines():  # a definition follows one or more lines of terms
         if line and not line.startswith(" "):
             group.append(line.strip())
         elif line.startswith(" ") and group:
             groups.append(group)
             group = []
     text = "\n".join(markdown(p) for p in CHAPTERS)
-    linked = {m.group(2) or m.group(1) for m in re.finditer(r"\{term\}`([^<`]+?)(?: <([^>]+)>)?`", text)}
+    linked = {
+        m.group(2) or m.group(1)
+        for m in re.finditer(r"\{term\}`([^<`]+?)(?: <([^>]+)>)?`", text)
+    }
     unlinked = [g for g in groups if not set(g) & {t.strip() for t in linked}]
     assert groups and not unlinked, unlinked
 
@@ -144,12 +215,24 @@ def test_how_to_use_names_every_lab_its_folder_and_its_graded_parts():
 
     guide = (ROOT / "book" / "how_to_use.md").read_text()
     for path in LABS:
-        row = next((line for line in guide.splitlines() if f"`labs/{path.stem}/`" in line), None)
+        row = next(
+            (line for line in guide.splitlines() if f"`labs/{path.stem}/`" in line),
+            None,
+        )
         assert row is not None, f"book/how_to_use.md has no row for labs/{path.stem}/"
-        harness = ast.parse((ROOT / "zerobook" / "labs" / f"{path.stem}.py").read_text())
-        parts = next(ast.literal_eval(node.value) for node in harness.body if isinstance(node, ast.Assign)
-                     and any(getattr(t, "id", None) == "PARTS" for t in node.targets))
-        assert row.rstrip(" |").endswith(", ".join(f"`{p}`" for p in parts)), (path.stem, parts)
+        harness = ast.parse(
+            (ROOT / "zerobook" / "labs" / f"{path.stem}.py").read_text()
+        )
+        parts = next(
+            ast.literal_eval(node.value)
+            for node in harness.body
+            if isinstance(node, ast.Assign)
+            and any(getattr(t, "id", None) == "PARTS" for t in node.targets)
+        )
+        assert row.rstrip(" |").endswith(", ".join(f"`{p}`" for p in parts)), (
+            path.stem,
+            parts,
+        )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -160,4 +243,6 @@ def test_check_cells_are_folded_behind_checked_by_code_and_teaching_cells_are_no
 
     cells = [c for c in load(path)["cells"] if c["cell_type"] == "code"]
     wrong = [i for i, c in enumerate(cells) if is_check_cell(c) != is_folded(c)]
-    assert not wrong, f"{path.name}: code cells {wrong} are folded wrongly; run tests/check_cells.py"
+    assert not wrong, (
+        f"{path.name}: code cells {wrong} are folded wrongly; run tests/check_cells.py"
+    )

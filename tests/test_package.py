@@ -1,4 +1,5 @@
 """`import zerobook as zb` stays light, and every module is one attribute away (PEP 562)."""
+
 import subprocess
 import sys
 
@@ -18,17 +19,33 @@ def test_every_module_and_name_is_reachable_from_zb():
 
 
 def test_importing_zerobook_loads_neither_torch_nor_the_launcher_nor_matplotlib():
-    code = ("import sys, zerobook as zb; heavy = [m for m in ('torch', 'zerobook.launch', 'matplotlib') "
-            "if m in sys.modules]; print(heavy); zb.zero.Zero3AdamW; zb.memory.GB; zb.torchrun")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    code = (
+        "import sys, zerobook as zb; heavy = [m for m in ('torch', 'zerobook.launch', 'matplotlib') "
+        "if m in sys.modules]; print(heavy); zb.zero.Zero3AdamW; zb.memory.GB; zb.torchrun"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def test_the_notebook_sides_figures_tables_and_launcher_load_no_torch():
     """A chapter's kernel imports torch only if the chapter uses it (about 1.3 CPU seconds)."""
-    code = ("import sys, zerobook.plots, zerobook.diagrams, zerobook.widgets, zerobook.launch, zerobook.grading; "
-            "print('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    code = (
+        "import sys, zerobook.plots, zerobook.diagrams, zerobook.widgets, zerobook.launch, zerobook.grading; "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "False", out.stdout + out.stderr
 
 
@@ -39,14 +56,27 @@ def test_a_rank_loads_nothing_of_the_notebook_side():
 
 
 PACKAGE = ROOT / "zerobook"
-CLASSROOM = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-             for p in (PACKAGE / "classroom").rglob("*.py")}  # the instructor's grading
-NOTEBOOK_SIDE = {"zerobook.launch", "zerobook.failures", "zerobook.plots", "zerobook.gpu_plots", "zerobook.diagrams", "zerobook.widgets",
-                 "zerobook.grading", "zerobook.cluster", "zerobook.run_cache"} | CLASSROOM
+CLASSROOM = {
+    ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for p in (PACKAGE / "classroom").rglob("*.py")
+}  # the instructor's grading
+NOTEBOOK_SIDE = {
+    "zerobook.launch",
+    "zerobook.failures",
+    "zerobook.plots",
+    "zerobook.gpu_plots",
+    "zerobook.diagrams",
+    "zerobook.widgets",
+    "zerobook.grading",
+    "zerobook.cluster",
+    "zerobook.run_cache",
+} | CLASSROOM
 
 
 def module_name(path) -> str:
-    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(
+        ".__init__"
+    )
 
 
 def imported(path) -> set[str]:
@@ -58,13 +88,19 @@ def imported(path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("zerobook")}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("zerobook"):
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "zerobook"
+        ):
             found.add(node.module)
             found |= {f"{node.module}.{a.name}" for a in node.names}
     return found
 
 
-RANK_SIDE = [p for p in PACKAGE.rglob("*.py") if module_name(p) not in NOTEBOOK_SIDE | {"zerobook"}]
+RANK_SIDE = [
+    p
+    for p in PACKAGE.rglob("*.py")
+    if module_name(p) not in NOTEBOOK_SIDE | {"zerobook"}
+]
 
 
 @pytest.mark.parametrize("path", RANK_SIDE, ids=lambda p: module_name(p))
@@ -72,15 +108,22 @@ def test_the_rank_side_never_imports_the_notebook_side(path):
     assert not imported(path) & NOTEBOOK_SIDE, imported(path) & NOTEBOOK_SIDE
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "runs").glob("*.py")) + sorted((PACKAGE / "labs").glob("*.py")),
-                         ids=lambda p: module_name(p))
+@pytest.mark.parametrize(
+    "path",
+    sorted((PACKAGE / "runs").glob("*.py")) + sorted((PACKAGE / "labs").glob("*.py")),
+    ids=lambda p: module_name(p),
+)
 def test_runs_and_lab_harnesses_do_not_import_each_other(path):
     """What a run and a harness both need lives in a library module."""
-    others = {i for i in imported(path) if i.startswith(("zerobook.runs.", "zerobook.labs."))}
+    others = {
+        i for i in imported(path) if i.startswith(("zerobook.runs.", "zerobook.labs."))
+    }
     allowed = {"zerobook.labs.harness"} if path.parent.name == "labs" else set()
     from zerobook.labs import harness
 
-    shared = {n for n in vars(harness) if not n.startswith("_")}  # what every harness shares
+    shared = {
+        n for n in vars(harness) if not n.startswith("_")
+    }  # what every harness shares
     assert others <= allowed | {f"zerobook.labs.harness.{n}" for n in shared}
 
 
@@ -90,8 +133,13 @@ def test_no_graded_harness_touches_a_private_name():
 
     touched = {}
     for path in (PACKAGE / "labs").glob("*.py"):
-        names = {n.attr for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)
-                 and n.attr.startswith("_") and not n.attr.startswith("__")}
+        names = {
+            n.attr
+            for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Attribute)
+            and n.attr.startswith("_")
+            and not n.attr.startswith("__")
+        }
         if names:
             touched[path.name] = names
     assert not touched
@@ -103,13 +151,40 @@ def test_the_hook_points_the_labs_use_exist():
     from zerobook.zero import Zero2AdamW, Zero3
     from zerobook.zero.units import Unit
 
-    for name in ("on_grad", "launch", "flat", "grad_shard", "in_flight", "max_in_flight", "finish_backward"):
-        assert hasattr(Zero2AdamW, name) or name in Zero2AdamW.__init__.__code__.co_names, name
+    for name in (
+        "on_grad",
+        "launch",
+        "flat",
+        "grad_shard",
+        "in_flight",
+        "max_in_flight",
+        "finish_backward",
+    ):
+        assert (
+            hasattr(Zero2AdamW, name) or name in Zero2AdamW.__init__.__code__.co_names
+        ), name
     for name in ("where", "offset", "buffers", "arrived"):  # set in __init__
         assert name in Zero2AdamW.__init__.__code__.co_names, name
-    for name in ("before_forward", "log", "forward_order", "events", "units", "gather_all", "persistent_tensors"):
+    for name in (
+        "before_forward",
+        "log",
+        "forward_order",
+        "events",
+        "units",
+        "gather_all",
+        "persistent_tensors",
+    ):
         assert hasattr(Zero3, name) or name in Zero3.__init__.__code__.co_names, name
-    for name in ("start_gather", "wait_gather", "free", "gathered", "log", "pending", "shard", "full_bytes"):
+    for name in (
+        "start_gather",
+        "wait_gather",
+        "free",
+        "gathered",
+        "log",
+        "pending",
+        "shard",
+        "full_bytes",
+    ):
         assert hasattr(Unit, name) or name in Unit.__init__.__code__.co_names, name
 
 
@@ -120,7 +195,9 @@ def imports_of(name: str) -> set[str]:
     """The zerobook modules module `name` imports, at module level or inside a function."""
     found = set()
     for target in imported(MODULES[name]):
-        while target and target not in MODULES:  # `from zerobook.x import y`: y may be a name in x
+        while (
+            target and target not in MODULES
+        ):  # `from zerobook.x import y`: y may be a name in x
             target = target.rpartition(".")[0]
         found |= {target} - {name, "zerobook", ""}
     return found
@@ -141,8 +218,8 @@ def cycles() -> list[list[str]]:
             elif w in stack:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
-            component = stack[stack.index(v):]
-            del stack[stack.index(v):]
+            component = stack[stack.index(v) :]
+            del stack[stack.index(v) :]
             if len(component) > 1:
                 found.append(sorted(component))
 
@@ -160,17 +237,33 @@ def test_no_module_of_zerobook_imports_itself_back():
 def test_the_classroom_calls_the_launcher_and_nothing_calls_the_classroom():
     """Arrows one way: classroom -> launcher (zerobook.grading, launch) -> rank side."""
     outside = [name for name in MODULES if name not in CLASSROOM]
-    back = {name: imports_of(name) & CLASSROOM for name in outside if imports_of(name) & CLASSROOM}
+    back = {
+        name: imports_of(name) & CLASSROOM
+        for name in outside
+        if imports_of(name) & CLASSROOM
+    }
     assert not back
     assert "zerobook.grading" in set().union(*(imports_of(n) for n in CLASSROOM))
 
 
 def test_the_old_grading_command_still_runs_the_classrooms():
-    out = subprocess.run([sys.executable, "-m", "zerobook.grading", "--help"], cwd=ROOT,
-                         capture_output=True, text=True, check=True)
-    assert "python -m zerobook.classroom" in out.stdout and "{release,grade,book}" in out.stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "zerobook.grading", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (
+        "python -m zerobook.classroom" in out.stdout
+        and "{release,grade,book}" in out.stdout
+    )
 
 
 def test_every_module_stays_under_300_lines():
-    long = {module_name(p): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 300}
+    long = {
+        module_name(p): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 300
+    }
     assert not long

@@ -1,6 +1,7 @@
 """zerobook.perfmodel: the shapes counted exactly (against released models, a paper's compute and
 the course's own GPT measured by FlopCounterMode), the traffic formulas, the schedule's rules, and
 clear errors for what it cannot price."""
+
 import math
 
 import pytest
@@ -10,7 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from zerobook import measure
 from zerobook.hardware import A100_NODE, H100_NODE
 from zerobook.models import GPT, GPTConfig
-from zerobook.perfmodel import GPT3_175B, LLAMA3_8B, LLAMA3_70B, ModelSpec, predict_step
+from zerobook.perfmodel import GPT3_175B, LLAMA3_8B, LLAMA3_70B, predict_step
 from zerobook.perfmodel.models import course_gpt
 from zerobook.perfmodel import collective_seconds, critical_tokens_per_gpu, nccl_choice
 from zerobook.perfmodel.collectives import bus_bandwidth, link_bytes, ring_seconds
@@ -18,11 +19,22 @@ from zerobook.perfmodel.step import Layout, bucket_sizes, traffic_per_gpu
 
 
 def test_parameter_counts_are_the_released_models():
-    assert LLAMA3_8B.num_params() == 8_030_261_248  # Meta Llama 3 8B, its safetensors' total
+    assert (
+        LLAMA3_8B.num_params() == 8_030_261_248
+    )  # Meta Llama 3 8B, its safetensors' total
     assert LLAMA3_70B.num_params() == 70_553_706_496
-    h, layers, vocab = 12288, 96, 50257  # GPT-3 (Brown et al. 2020, Table 2.1): 96 x 12288, 2048 positions
-    assert GPT3_175B.num_params() == layers * (12 * h * h + 13 * h) + vocab * h + 2048 * h + 2 * h
-    assert round(GPT3_175B.num_params() / 1e9, 1) == 174.6  # the paper's "175.0B", counted exactly
+    h, layers, vocab = (
+        12288,
+        96,
+        50257,
+    )  # GPT-3 (Brown et al. 2020, Table 2.1): 96 x 12288, 2048 positions
+    assert (
+        GPT3_175B.num_params()
+        == layers * (12 * h * h + 13 * h) + vocab * h + 2048 * h + 2 * h
+    )
+    assert (
+        round(GPT3_175B.num_params() / 1e9, 1) == 174.6
+    )  # the paper's "175.0B", counted exactly
 
 
 def test_flops_per_token_give_the_published_training_compute_and_mfu():
@@ -30,7 +42,9 @@ def test_flops_per_token_give_the_published_training_compute_and_mfu():
     torchtitan's 64 x A100 Llama 3 8B run: 2904 tokens/s per GPU at 56.8% MFU, counted with the
     embedding in (6 x every parameter) and attention's 12 L h s, against 312 TFLOP/s."""
     attention = 12 * GPT3_175B.layers * GPT3_175B.hidden * 2048
-    assert round((GPT3_175B.flops_per_token(2048) - attention) * 300e9 / 1e23, 2) == 3.14
+    assert (
+        round((GPT3_175B.flops_per_token(2048) - attention) * 300e9 / 1e23, 2) == 3.14
+    )
     m = LLAMA3_8B
     with_embedding = m.flops_per_token(8192) + 6 * m.lookup_params()
     assert round(2904 * with_embedding / A100_NODE.peak_flops, 3) == 0.568
@@ -44,7 +58,9 @@ def test_the_course_gpt_counted_by_the_model_and_by_flop_counter_mode():
     tokens = torch.randint(128, (3, 32))
     with FlopCounterMode(display=False) as counter:
         model(tokens)
-    assert counter.get_total_flops() == spec.layers * spec.block_forward_flops(3 * 32, 32) + spec.root_forward_flops(3 * 32)
+    assert counter.get_total_flops() == spec.layers * spec.block_forward_flops(
+        3 * 32, 32
+    ) + spec.root_forward_flops(3 * 32)
 
 
 def test_hsdp_keeps_most_traffic_on_nvlink():
@@ -55,10 +71,14 @@ def test_hsdp_keeps_most_traffic_on_nvlink():
     psi, root, b = LLAMA3_8B.num_params(), LLAMA3_8B.root_params(), 2
     flat = traffic_per_gpu(LLAMA3_8B, 3, Layout(64, 8, 64))
     sent = 63 / 64 * (2 * psi - root) * b + 63 / 64 * psi * b
-    assert flat == pytest.approx({"nvlink": 7 / 8 * sent, "network": sent / 8}, rel=1e-15)
+    assert flat == pytest.approx(
+        {"nvlink": 7 / 8 * sent, "network": sent / 8}, rel=1e-15
+    )
     hsdp = traffic_per_gpu(LLAMA3_8B, 3, Layout(64, 8, 8))
     inside = 7 / 8 * (2 * psi - root) * b + 7 / 8 * psi * b
-    assert hsdp == pytest.approx({"nvlink": inside, "network": 2 * 7 / 8 * psi / 8 * b}, rel=1e-15)
+    assert hsdp == pytest.approx(
+        {"nvlink": inside, "network": 2 * 7 / 8 * psi / 8 * b}, rel=1e-15
+    )
     assert 1.6 < flat["network"] / hsdp["network"] < 1.7
     ddp = traffic_per_gpu(LLAMA3_8B, 0, Layout(64, 8, 64))
     assert ddp["network"] == pytest.approx(2 * 63 / 64 * psi * b / 8, rel=1e-15)
@@ -69,12 +89,20 @@ def test_a_ring_s_bytes_per_link_are_exact():
     NVLink; beyond it 1/k of it leaves through the NICs its rank owns, the rest stays on
     NVLink; an all-reduce sends twice as much."""
     s = 2**30
-    assert link_bytes("all_gather", s, world_size=8, gpus_per_node=8) == {"nvlink": 7 / 8 * s, "nic": 0.0}
+    assert link_bytes("all_gather", s, world_size=8, gpus_per_node=8) == {
+        "nvlink": 7 / 8 * s,
+        "nic": 0.0,
+    }
     multi = link_bytes("all_gather", s, world_size=64, gpus_per_node=8)
     assert multi == {"nvlink": (1 - 1 / 8) * 63 / 64 * s, "nic": 63 / 64 * s / 8}
-    assert link_bytes("all_reduce", s, world_size=8, gpus_per_node=1) == {"nvlink": 0.0, "nic": 2 * 7 / 8 * s}
+    assert link_bytes("all_reduce", s, world_size=8, gpus_per_node=1) == {
+        "nvlink": 0.0,
+        "nic": 2 * 7 / 8 * s,
+    }
     half = link_bytes("all_gather", s, world_size=64, gpus_per_node=8, nics_per_gpu=0.5)
-    assert half["nic"] == 2 * multi["nic"]  # four NICs for eight GPUs: each NIC carries twice
+    assert (
+        half["nic"] == 2 * multi["nic"]
+    )  # four NICs for eight GPUs: each NIC carries twice
 
 
 def test_the_ring_runs_at_its_slower_link():
@@ -84,8 +112,10 @@ def test_the_ring_runs_at_its_slower_link():
     group with one rank per node."""
     s = 2**32
     sent = link_bytes("all_gather", s, world_size=64, gpus_per_node=8)
-    assert ring_seconds("all_gather", s, 64, 8, H100_NODE) == max(sent["nvlink"] / H100_NODE.intra_bandwidth,
-                                                                   sent["nic"] / H100_NODE.nic_bandwidth)
+    assert ring_seconds("all_gather", s, 64, 8, H100_NODE) == max(
+        sent["nvlink"] / H100_NODE.intra_bandwidth,
+        sent["nic"] / H100_NODE.nic_bandwidth,
+    )
     assert bus_bandwidth(8, 8, H100_NODE) == pytest.approx(18 * 20.6e9, rel=1e-12)
     assert bus_bandwidth(64, 8, H100_NODE) == pytest.approx(8 * 50e9, rel=1e-12)
     assert bus_bandwidth(64, 8, A100_NODE) == pytest.approx(8 * 25e9, rel=1e-12)
@@ -95,7 +125,9 @@ def test_the_ring_runs_at_its_slower_link():
 def test_nccl_s_choice_follows_size_and_scale():
     """Small messages: a low-latency protocol; large: Simple. One H100 node: NVLink SHARP for a
     large all-reduce; across many H100 nodes, NVLS inside and a tree across; A100s, no NVLS."""
-    choose = lambda kind, size, n, hw: nccl_choice(kind, size, world_size=n, gpus_per_node=8, hardware=hw)[:2]
+    choose = lambda kind, size, n, hw: nccl_choice(
+        kind, size, world_size=n, gpus_per_node=8, hardware=hw
+    )[:2]
     assert choose("all_reduce", 2**12, 8, H100_NODE)[1] == "LL"
     assert choose("all_reduce", 2**32, 8, H100_NODE) == ("nvls", "Simple")
     assert choose("all_reduce", 2**29, 1984, H100_NODE) == ("nvls_tree", "Simple")
@@ -108,21 +140,39 @@ def test_the_latency_term_at_scale():
     """A ring all-gather over 1,024 ranks has 1,023 steps: with 256 KB per rank its latency
     outweighs its bytes (ZeRO-3's per-unit gathers at that scale are latency-bound)."""
     n, s = 1024, 1024 * 256 * 1024
-    algorithm, protocol, seconds = nccl_choice("all_gather", s, world_size=n, gpus_per_node=8, hardware=H100_NODE)
-    assert algorithm == "ring" and seconds > 1023 * 1e-6  # every step at least a microsecond
-    assert seconds > 2 * ring_seconds("all_gather", s, n, 8, H100_NODE) / (0.92 if protocol == "LL128" else 1)
+    algorithm, protocol, seconds = nccl_choice(
+        "all_gather", s, world_size=n, gpus_per_node=8, hardware=H100_NODE
+    )
+    assert (
+        algorithm == "ring" and seconds > 1023 * 1e-6
+    )  # every step at least a microsecond
+    assert seconds > 2 * ring_seconds("all_gather", s, n, 8, H100_NODE) / (
+        0.92 if protocol == "LL128" else 1
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (dict(kind="broadcast"), "kind must be one of"),
-    (dict(size_bytes=-1), "size_bytes must be a finite number"),
-    (dict(size_bytes=float("nan")), "size_bytes must be a finite number"),
-    (dict(world_size=12), "not a multiple of gpus_per_node"),
-    (dict(world_size=0), "world_size must be a positive integer"),
-    (dict(gpus_per_node=16, world_size=32), "more than the node's 8 GPUs"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (dict(kind="broadcast"), "kind must be one of"),
+        (dict(size_bytes=-1), "size_bytes must be a finite number"),
+        (dict(size_bytes=float("nan")), "size_bytes must be a finite number"),
+        (dict(world_size=12), "not a multiple of gpus_per_node"),
+        (dict(world_size=0), "world_size must be a positive integer"),
+        (dict(gpus_per_node=16, world_size=32), "more than the node's 8 GPUs"),
+    ],
+)
 def test_a_collective_s_bad_input_says_what_is_wrong(args, message):
-    call = dict(kind="all_gather", size_bytes=1e6, world_size=64, gpus_per_node=8, hardware=H100_NODE) | args
+    call = (
+        dict(
+            kind="all_gather",
+            size_bytes=1e6,
+            world_size=64,
+            gpus_per_node=8,
+            hardware=H100_NODE,
+        )
+        | args
+    )
     kind, size = call.pop("kind"), call.pop("size_bytes")
     with pytest.raises(ValueError, match=message):
         collective_seconds(kind, size, **call)
@@ -136,7 +186,10 @@ def test_critical_tokens_per_gpu():
     across = critical_tokens_per_gpu(h, world_size=64, gpus_per_node=8)
     assert across == pytest.approx(0.80 * 989.4e12 / 400e9 * 63 / 64, rel=1e-12)
     bound = critical_tokens_per_gpu(h.roofline(), world_size=64, gpus_per_node=8)
-    assert bound == pytest.approx(989.4e12 / 400e9 * 63 / 64, rel=1e-12) and round(bound / 0.984375) == 2474
+    assert (
+        bound == pytest.approx(989.4e12 / 400e9 * 63 / 64, rel=1e-12)
+        and round(bound / 0.984375) == 2474
+    )
     hsdp = critical_tokens_per_gpu(h, world_size=64, gpus_per_node=8, shard_group=8)
     inside, replicas = 7 / 8 / (18 * 20.6e9), 2 * 7 / 8 / 8 / 50e9
     assert hsdp == pytest.approx(0.80 * 989.4e12 * (inside + replicas / 3), rel=1e-12)
@@ -147,7 +200,10 @@ def test_critical_tokens_per_gpu():
 def test_presets_predict_and_the_roofline_is_a_bound():
     """Each preset carries its sustained fraction and where it comes from; the roofline
     (sustained 1.0, no elementwise time) is an upper bound on the MFU the preset predicts."""
-    assert H100_NODE.sustained == 0.80 and "gpu_h100_2026-11-23" in H100_NODE.sustained_source
+    assert (
+        H100_NODE.sustained == 0.80
+        and "gpu_h100_2026-11-23" in H100_NODE.sustained_source
+    )
     assert A100_NODE.sustained == 0.869 and "Matmul" in A100_NODE.sustained_source
     for hw in (H100_NODE, A100_NODE):
         bound = predict(hardware=hw.roofline())
@@ -157,8 +213,14 @@ def test_presets_predict_and_the_roofline_is_a_bound():
 
 
 def predict(hardware=A100_NODE, **changes):
-    options = dict(world_size=64, gpus_per_node=8, stage=3, micro_batch=1, seq_len=8192,
-                   activation_checkpointing="selective")
+    options = dict(
+        world_size=64,
+        gpus_per_node=8,
+        stage=3,
+        micro_batch=1,
+        seq_len=8192,
+        activation_checkpointing="selective",
+    )
     return predict_step(LLAMA3_8B, hardware, **{**options, **changes})
 
 
@@ -166,7 +228,9 @@ def test_the_schedule_keeps_each_stream_in_order_and_adds_up():
     p = predict()
     for stream in ("compute", "communication"):
         spans = [s for s in p.timeline if s.stream == stream]
-        assert all(a.end <= b.start + 1e-12 for a, b in zip(spans, spans[1:]))  # one at a time
+        assert all(
+            a.end <= b.start + 1e-12 for a, b in zip(spans, spans[1:])
+        )  # one at a time
     assert max(s.end for s in p.timeline) == p.step_s
     assert p.step_s == pytest.approx(p.compute_s + p.exposed_comm_s, rel=1e-12)
     assert p.compute_s <= p.step_s <= p.compute_s + p.comm_s
@@ -175,7 +239,9 @@ def test_the_schedule_keeps_each_stream_in_order_and_adds_up():
 def test_prefetch_hides_gathers():
     with_prefetch, without = predict(), predict(prefetch=False)
     assert with_prefetch.exposed_comm_s < without.exposed_comm_s
-    assert without.exposed_comm_s == pytest.approx(without.comm_s, rel=1e-9)  # nothing overlaps
+    assert without.exposed_comm_s == pytest.approx(
+        without.comm_s, rel=1e-9
+    )  # nothing overlaps
 
 
 def test_a_cpu_host_cannot_overlap():
@@ -183,17 +249,27 @@ def test_a_cpu_host_cannot_overlap():
     assert p.step_s == pytest.approx(p.compute_s + p.comm_s, rel=1e-12)
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(stage=0), "does not fit"),
-    (dict(world_size=12), "not a multiple of gpus_per_node"),
-    (dict(shard_group=3), "must divide world_size"),
-    (dict(world_size=64, shard_group=16, gpus_per_node=4, hardware=A100_NODE.with_(gpus_per_node=2)),
-     "more than"),
-    (dict(shard_group=12, world_size=48), "whole nodes or divide a node"),
-    (dict(micro_batch=-1), "micro_batch must be a positive integer"),
-    (dict(activation_checkpointing="some"), "activation_checkpointing one of"),
-    (dict(stage=2, bucket_params=0), "bucket_params must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(stage=0), "does not fit"),
+        (dict(world_size=12), "not a multiple of gpus_per_node"),
+        (dict(shard_group=3), "must divide world_size"),
+        (
+            dict(
+                world_size=64,
+                shard_group=16,
+                gpus_per_node=4,
+                hardware=A100_NODE.with_(gpus_per_node=2),
+            ),
+            "more than",
+        ),
+        (dict(shard_group=12, world_size=48), "whole nodes or divide a node"),
+        (dict(micro_batch=-1), "micro_batch must be a positive integer"),
+        (dict(activation_checkpointing="some"), "activation_checkpointing one of"),
+        (dict(stage=2, bucket_params=0), "bucket_params must be a positive integer"),
+    ],
+)
 def test_bad_input_says_what_is_wrong(changes, message):
     with pytest.raises(ValueError, match=message):
         predict(**changes)
@@ -208,23 +284,55 @@ def test_buckets_cut_the_gradients_into_that_many_collectives():
     for what in ("reduce-scatter", "all-gather"):
         spans = [s for s in p.timeline if s.what == what]
         assert len(spans) == len(bucket_sizes(psi, b)) == -(-psi // b)
-        priced = [collective_seconds(what.replace("-", "_"), 2 * n, world_size=8, gpus_per_node=8, hardware=hw)
-                  for n in bucket_sizes(psi, b)]
-        assert [s.end - s.start for s in spans] == pytest.approx(priced, rel=0, abs=rounding)
-    assert len([s for s in predict(world_size=8, stage=2).timeline if s.what == "reduce-scatter"]) == LLAMA3_8B.layers + 1
+        priced = [
+            collective_seconds(
+                what.replace("-", "_"),
+                2 * n,
+                world_size=8,
+                gpus_per_node=8,
+                hardware=hw,
+            )
+            for n in bucket_sizes(psi, b)
+        ]
+        assert [s.end - s.start for s in spans] == pytest.approx(
+            priced, rel=0, abs=rounding
+        )
+    assert (
+        len(
+            [
+                s
+                for s in predict(world_size=8, stage=2).timeline
+                if s.what == "reduce-scatter"
+            ]
+        )
+        == LLAMA3_8B.layers + 1
+    )
 
 
 def test_a_reduce_scatter_costs_the_hardwares_multiple_of_an_all_reduce():
     """By default a reduce-scatter is its own collective (NCCL's ring); a preset that says 1.5
     (gloo's: an all-reduce and copies) pays 1.5 all-reduces of its group."""
-    ring, gloo = (predict(hardware=H100_NODE.with_(reduce_scatter=r), world_size=8, stage=2) for r in (None, 1.5))
-    seconds = lambda p: [s.end - s.start for s in p.timeline if s.what == "reduce-scatter"]
+    ring, gloo = (
+        predict(hardware=H100_NODE.with_(reduce_scatter=r), world_size=8, stage=2)
+        for r in (None, 1.5)
+    )
+    seconds = lambda p: [
+        s.end - s.start for s in p.timeline if s.what == "reduce-scatter"
+    ]
     size = LLAMA3_8B.block_params() * 2
-    rounding = 4 * math.ulp(gloo.step_s)  # a span's end - start: each rounded at the step's scale
-    price = lambda kind: collective_seconds(kind, size, world_size=8, gpus_per_node=8, hardware=H100_NODE)
-    assert seconds(ring)[0] == pytest.approx(price("reduce_scatter"), rel=0, abs=rounding)
+    rounding = 4 * math.ulp(
+        gloo.step_s
+    )  # a span's end - start: each rounded at the step's scale
+    price = lambda kind: collective_seconds(
+        kind, size, world_size=8, gpus_per_node=8, hardware=H100_NODE
+    )
+    assert seconds(ring)[0] == pytest.approx(
+        price("reduce_scatter"), rel=0, abs=rounding
+    )
     *blocks, root = seconds(gloo)  # one per block, then the root's
-    assert blocks == pytest.approx([1.5 * price("all_reduce")] * LLAMA3_8B.layers, rel=0, abs=rounding)
+    assert blocks == pytest.approx(
+        [1.5 * price("all_reduce")] * LLAMA3_8B.layers, rel=0, abs=rounding
+    )
 
 
 def test_a_model_that_does_not_fit_can_still_be_priced_on_request():
@@ -232,8 +340,14 @@ def test_a_model_that_does_not_fit_can_still_be_priced_on_request():
     assert not p.fits and p.peak_memory_bytes > A100_NODE.memory_bytes
 
 
-CALIBRATION = {"world_size": 2, "compute_seconds": 0.2, "optimizer_seconds": {"2": 0.01}, "backend": "gloo",
-               "all_reduce": {"alpha": 3e-4, "beta": 1e-9}, "reduce_scatter_over_all_reduce": 1.4}
+CALIBRATION = {
+    "world_size": 2,
+    "compute_seconds": 0.2,
+    "optimizer_seconds": {"2": 0.01},
+    "backend": "gloo",
+    "all_reduce": {"alpha": 3e-4, "beta": 1e-9},
+    "reduce_scatter_over_all_reduce": 1.4,
+}
 
 
 def test_the_timed_runs_are_predicted_with_their_own_buckets():
@@ -246,11 +360,22 @@ def test_the_timed_runs_are_predicted_with_their_own_buckets():
     config = GPTConfig(vocab=4096, hidden=256, layers=4, heads=4, seq_len=128)
     spec = course_gpt(config)
     calibration = {**CALIBRATION, "num_params": spec.num_params()}
-    runs, naive = (predict_runs(calibration, spec, batch=4, seq_len=128, naive=flag) for flag in (False, True))
+    runs, naive = (
+        predict_runs(calibration, spec, batch=4, seq_len=128, naive=flag)
+        for flag in (False, True)
+    )
     count = lambda p: sum(s.what == "reduce-scatter" for s in p.timeline)
-    assert count(runs["ZeRO-2"]) == len(bucket_sizes(spec.num_params(), ZERO2_BUCKET_NUMEL))
-    assert (count(runs["ZeRO-1"]), count(runs["ZeRO-3"]), count(naive["ZeRO-2"])) == (1, 5, 5)
-    assert runs["ZeRO-2"].comm_s > naive["ZeRO-2"].comm_s  # more latencies, and gloo's dearer reduce-scatter
+    assert count(runs["ZeRO-2"]) == len(
+        bucket_sizes(spec.num_params(), ZERO2_BUCKET_NUMEL)
+    )
+    assert (count(runs["ZeRO-1"]), count(runs["ZeRO-3"]), count(naive["ZeRO-2"])) == (
+        1,
+        5,
+        5,
+    )
+    assert (
+        runs["ZeRO-2"].comm_s > naive["ZeRO-2"].comm_s
+    )  # more latencies, and gloo's dearer reduce-scatter
 
 
 def test_this_machines_preset_reproduces_what_was_calibrated():
@@ -262,9 +387,22 @@ def test_this_machines_preset_reproduces_what_was_calibrated():
     spec, psi = course_gpt(config), measure.num_params(GPT(config))
     calibration = {**CALIBRATION, "num_params": psi}
     hw = machine_hardware(calibration, spec, batch=4, seq_len=128)
-    p = predict_step(spec, hw, world_size=2, gpus_per_node=2, stage=1, micro_batch=4, seq_len=128, dtype="fp32")
-    assert hw.peak_flops * 0.2 == pytest.approx(3 * forward_flops(spec, 512, 128), rel=1e-12)
-    assert p.compute_s == pytest.approx(0.2 + 0.01, rel=1e-12)  # forward + backward, then the optimizer
+    p = predict_step(
+        spec,
+        hw,
+        world_size=2,
+        gpus_per_node=2,
+        stage=1,
+        micro_batch=4,
+        seq_len=128,
+        dtype="fp32",
+    )
+    assert hw.peak_flops * 0.2 == pytest.approx(
+        3 * forward_flops(spec, 512, 128), rel=1e-12
+    )
+    assert p.compute_s == pytest.approx(
+        0.2 + 0.01, rel=1e-12
+    )  # forward + backward, then the optimizer
     assert hw.overlap is False and hw.intra_bandwidth == pytest.approx(1e9)
     assert hw.reduce_scatter == 1.4  # the ratio it measured
 
@@ -273,12 +411,19 @@ def test_the_published_rows_are_predicted_within_the_goal():
     """Every published row has a source, a quote and its assumptions; one is fitted and the
     constant is its fit; every other row's predicted / published is within the goal."""
     from zerobook.hardware import ELEMENTWISE_BYTES
-    from zerobook.perfmodel.published import GOAL, ROWS, fit_elementwise_bytes, predict_all
+    from zerobook.perfmodel.published import (
+        GOAL,
+        ROWS,
+        fit_elementwise_bytes,
+        predict_all,
+    )
 
     assert sum(r["fitted"] for r in ROWS) == 1 and len(ROWS) >= 8
     assert round(fit_elementwise_bytes()) == round(ELEMENTWISE_BYTES)
     for row in predict_all():
-        assert row["cite"] and row["quote"] and row["assumed"] and row["where"], row["id"]
+        assert row["cite"] and row["quote"] and row["assumed"] and row["where"], row[
+            "id"
+        ]
         assert abs(row["ratio"] - 1) <= GOAL[row["kind"]], row["id"]
 
 

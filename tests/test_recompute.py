@@ -1,6 +1,7 @@
 """Activation checkpointing: what it keeps, and the test ZeRO-3's hooks use to recognise its
 recomputation. The runs under ZeRO-3 (each implementation, naive and recompute-aware hooks,
 FSDP2) are asserted by the cells of chapters/activation_checkpointing.ipynb, which nbval runs."""
+
 import torch
 
 from zerobook import measure, memory
@@ -18,8 +19,12 @@ def test_a_checkpointed_block_keeps_only_its_input_2sbh():
     torch.manual_seed(0)
     model = checkpoint_blocks(GPT(CONFIG).to(torch.bfloat16))
     kept = measure.activation_bytes(model, tokens)
-    inputs = [e for e in kept.entries if e[0] == (2, CONFIG.seq_len, CONFIG.hidden)][:CONFIG.layers]
-    per_layer = memory.activation_bytes_per_layer(CONFIG.seq_len, 2, CONFIG.hidden, CONFIG.heads, recompute=True)
+    inputs = [e for e in kept.entries if e[0] == (2, CONFIG.seq_len, CONFIG.hidden)][
+        : CONFIG.layers
+    ]
+    per_layer = memory.activation_bytes_per_layer(
+        CONFIG.seq_len, 2, CONFIG.hidden, CONFIG.heads, recompute=True
+    )
     assert [e[2] for e in inputs] == [per_layer] * CONFIG.layers
     assert kept.bytes < plain.bytes / 5
 
@@ -33,7 +38,10 @@ def test_selective_recomputation_drops_the_scores_and_keeps_the_gradients_bit_fo
         plain = GPT(CONFIG).to(torch.bfloat16)
         return recompute_attention_scores(plain) if selective else plain
 
-    kept = {m: measure.activation_bytes(model(m), tokens[:, :-1]).bytes for m in (False, True)}
+    kept = {
+        m: measure.activation_bytes(model(m), tokens[:, :-1]).bytes
+        for m in (False, True)
+    }
     assert kept[False] - kept[True] == CONFIG.layers * (2 * a * s * s * b + s * s)
     grads = {}
     for selective in (False, True):

@@ -1,5 +1,6 @@
 """zerobook.classroom.sandbox (bubblewrap): what a student's code can see, write and leave behind, and the
 report guard that keeps a student's file from reporting for the harness."""
+
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 
-PROBE = r'''
+PROBE = r"""
 import json, os, socket, subprocess
 out = {"uid": os.getuid(), "cwd": os.getcwd(), "course_root": os.environ.get("ZEROBOOK_COURSE_ROOT"),
        "secret": os.environ.get("SECRET_TOKEN"), "tmp": sorted(os.listdir("/tmp")),
@@ -30,7 +31,7 @@ except OSError:
     out["network"] = False
 subprocess.Popen(["sleep", "300", os.environ["MARK"]], start_new_session=True)
 print(json.dumps(out))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -48,29 +49,64 @@ def test_a_sandboxed_process_sees_and_keeps_only_its_own_folder(box, tmp_path):
     mark = f"zerobook-sandbox-test-{os.getpid()}"
     (tmp_path.parent / "another-student.txt").write_text("private")
     env = dict(os.environ, ZEROBOOK_COURSE_ROOT="/course", SECRET_TOKEN="s3cret")
-    argv = box.command([sys.executable, "-c", PROBE], writable=[tmp_path], env={"REPO": str(ROOT), "MARK": mark},
-                       environ=env)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, preexec_fn=box.set_limits)
+    argv = box.command(
+        [sys.executable, "-c", PROBE],
+        writable=[tmp_path],
+        env={"REPO": str(ROOT), "MARK": mark},
+        environ=env,
+    )
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, preexec_fn=box.set_limits
+    )
     seen = json.loads(done.stdout)
     assert seen["uid"] == box.UID and seen["cwd"] == str(tmp_path.resolve())
-    assert seen["course_root"] is None and seen["secret"] is None  # the instructor's variables stay out
-    bound = [tmp_path.resolve(), *map(Path, box.read_only_roots())]  # a clone, and its venv, may live in /tmp
-    assert seen["tmp"] == sorted({p.parts[2] for p in bound if p.parts[1] == "tmp"})  # only the way to those
+    assert (
+        seen["course_root"] is None and seen["secret"] is None
+    )  # the instructor's variables stay out
+    bound = [
+        tmp_path.resolve(),
+        *map(Path, box.read_only_roots()),
+    ]  # a clone, and its venv, may live in /tmp
+    assert seen["tmp"] == sorted(
+        {p.parts[2] for p in bound if p.parts[1] == "tmp"}
+    )  # only the way to those
     assert seen["siblings"] == [tmp_path.name]  # not another-student.txt beside it
-    assert not seen["labs"] and not seen["shadow"] and not seen["package_writable"] and not seen["network"]
+    assert (
+        not seen["labs"]
+        and not seen["shadow"]
+        and not seen["package_writable"]
+        and not seen["network"]
+    )
     assert (tmp_path / "written.txt").read_text() == "ok"
     assert not (ROOT / "zerobook" / "planted.py").exists()
     time.sleep(0.5)
     import psutil
 
-    assert not [p for p in psutil.process_iter(["cmdline"]) if mark in " ".join(p.info["cmdline"] or [])]
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if mark in " ".join(p.info["cmdline"] or [])
+    ]
 
 
-def test_the_kernel_wrapper_refuses_sockets_outside_a_folder_of_their_own(box, tmp_path):
+def test_the_kernel_wrapper_refuses_sockets_outside_a_folder_of_their_own(
+    box, tmp_path
+):
     connection = tmp_path / "kernel.json"
     connection.write_text(json.dumps({"transport": "tcp", "ip": "127.0.0.1"}))
-    done = subprocess.run([sys.executable, "-m", "zerobook.classroom.sandbox", "kernel", "-f", str(connection)],
-                          capture_output=True, text=True, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zerobook.classroom.sandbox",
+            "kernel",
+            "-f",
+            str(connection),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert done.returncode and "needs ipc sockets" in done.stderr
 
 
@@ -87,8 +123,10 @@ def test_off_means_the_command_itself():
 def harness_globals():
     """A harness module's globals, as runpy gives them: a main() that reports."""
     namespace = {"__name__": "__main__"}
-    exec("import zerobook as zb\ndef check():\n    return 1\ndef main(**values):\n    zb.report(checked=check(), **values)\n",
-         namespace)
+    exec(
+        "import zerobook as zb\ndef check():\n    return 1\ndef main(**values):\n    zb.report(checked=check(), **values)\n",
+        namespace,
+    )
     return namespace
 
 
@@ -97,7 +135,9 @@ def guarded(tmp_path, monkeypatch):
     from zerobook import dist, report_guard
 
     monkeypatch.setenv(dist.REPORT_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(report_guard, "_state", {"codes": None, "globals": None, "written": {}})
+    monkeypatch.setattr(
+        report_guard, "_state", {"codes": None, "globals": None, "written": {}}
+    )
     namespace = harness_globals()
     import zerobook
 
@@ -111,7 +151,10 @@ def test_the_guarded_harness_reports_and_its_file_checks_out(guarded):
     namespace, folder = guarded
     namespace["main"](total=10)
     report_guard.verify_written(folder, dist.this_rank())
-    assert json.loads((folder / f"rank{dist.this_rank()}.json").read_text()) == {"checked": 1, "total": 10}
+    assert json.loads((folder / f"rank{dist.this_rank()}.json").read_text()) == {
+        "checked": 1,
+        "total": 10,
+    }
 
 
 def test_a_report_from_the_students_code_is_tampering(guarded):
@@ -160,8 +203,13 @@ print(done.returncode, done.stdout.strip(), done.stderr.strip()[-500:])
 def probe_layout(python, cwd, folder) -> list[str]:
     """LAYOUT_PROBE run by `python` from `cwd`: exit code, sys.prefix and zerobook's
     file as a sandboxed process sees them."""
-    done = subprocess.run([str(python), "-c", LAYOUT_PROBE, str(folder)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(python), "-c", LAYOUT_PROBE, str(folder)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.split()
 
@@ -195,8 +243,13 @@ def test_a_sandbox_that_cannot_start_says_why_in_the_launch_error(box, tmp_path)
     from zerobook.launch import LaunchError, torchrun
 
     with pytest.raises(LaunchError) as failed:
-        torchrun("zerobook.runs.hello", nproc=1, timeout=60, echo=False,
-                 sandbox=RankSandbox([tmp_path / "missing"]))
+        torchrun(
+            "zerobook.runs.hello",
+            nproc=1,
+            timeout=60,
+            echo=False,
+            sandbox=RankSandbox([tmp_path / "missing"]),
+        )
     assert "bwrap: Can't find source path" in str(failed.value), str(failed.value)
 
 

@@ -1,4 +1,5 @@
 """zerobook.traffic: the ring's and the parameter server's bytes, and nccl-tests' bandwidths."""
+
 import pytest
 
 from zerobook import traffic
@@ -11,13 +12,18 @@ def test_ring_sends_2_n_minus_1_over_n_and_stays_under_2s():
 
 
 def test_the_parameter_server_grows_with_n():
-    assert traffic.parameter_server_bytes(1000, 8) == {"per_worker": 1000, "server": 8000}
+    assert traffic.parameter_server_bytes(1000, 8) == {
+        "per_worker": 1000,
+        "server": 8000,
+    }
 
 
 def test_bandwidth_follows_nccl_tests():
     bw = traffic.bandwidth(8e9, 2.0, "all_reduce", 8)
     assert bw["algbw"] == 4e9 and bw["busbw"] == pytest.approx(4e9 * 2 * 7 / 8)
-    assert traffic.bandwidth(1e9, 1.0, "all_gather", 4)["busbw"] == pytest.approx(0.75e9)
+    assert traffic.bandwidth(1e9, 1.0, "all_gather", 4)["busbw"] == pytest.approx(
+        0.75e9
+    )
 
 
 @pytest.mark.parametrize("size, n", [(0, 4), (-1, 4), (10, 0)])

@@ -6,6 +6,7 @@ folded answer ({glue:text}`name`, which jupyterlab-myst cannot fill in: it shows
 shows, for JupyterLab, the name with its value folded under it (an HTML <details>, click to open),
 so that running the cell gives nothing away and a student can still read the number an answer names.
 """
+
 from __future__ import annotations
 
 import html
@@ -13,8 +14,10 @@ import html
 
 def folded(name: str, value) -> str:
     """HTML: `name`, and its value shown only when opened."""
-    return (f"<details><summary>&#9656; answer <code>{html.escape(name)}</code> (click to show)</summary>"
-            f"<code>{html.escape(str(value))}</code></details>")
+    return (
+        f"<details><summary>&#9656; answer <code>{html.escape(name)}</code> (click to show)</summary>"
+        f"<code>{html.escape(str(value))}</code></details>"
+    )
 
 
 def answer(name: str, value) -> None:

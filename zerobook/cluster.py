@@ -11,6 +11,7 @@ first node's) numbers the nodes in the sorted order of their host names, and tor
 numbers each node's ranks from there: RANK = group rank * nproc_per_node + LOCAL_RANK.
 `nodes_on_this_machine` runs such a job with every "node" on this machine.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,19 +26,41 @@ from pathlib import Path
 from zerobook.dist import REPORT_DIR_ENV
 
 
-def multinode_command(target: str, *, nnodes: int, nproc_per_node: int, endpoint: str,
-                      run_id: str = "zerobook", args=(), python: str = sys.executable,
-                      rdzv: str = "c10d", node_flags=()) -> list[str]:
+def multinode_command(
+    target: str,
+    *,
+    nnodes: int,
+    nproc_per_node: int,
+    endpoint: str,
+    run_id: str = "zerobook",
+    args=(),
+    python: str = sys.executable,
+    rdzv: str = "c10d",
+    node_flags=(),
+) -> list[str]:
     """torchrun (as a module of `python`) for one node of an `nnodes`-node job, c10d
     rendezvous (`rdzv="static"`, torchrun's default, wants `--node-rank` in node_flags)."""
     if nnodes < 1 or nproc_per_node < 1:
-        raise ValueError(f"nnodes and nproc_per_node must be >= 1, got {nnodes} and {nproc_per_node}")
+        raise ValueError(
+            f"nnodes and nproc_per_node must be >= 1, got {nnodes} and {nproc_per_node}"
+        )
     if ":" not in endpoint:
         raise ValueError(f"endpoint must be host:port, got {endpoint!r}")
-    return [python, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}",
-            f"--rdzv-backend={rdzv}", f"--rdzv-endpoint={endpoint}",
-            f"--rdzv-id={run_id}",
-            *node_flags, "-m", "zerobook.rank_entry", target, *[str(a) for a in args]]
+    return [
+        python,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--nproc-per-node={nproc_per_node}",
+        f"--rdzv-backend={rdzv}",
+        f"--rdzv-endpoint={endpoint}",
+        f"--rdzv-id={run_id}",
+        *node_flags,
+        "-m",
+        "zerobook.rank_entry",
+        target,
+        *[str(a) for a in args],
+    ]
 
 
 def free_port() -> int:
@@ -97,19 +120,36 @@ def nodes_on_this_machine(
     return sorted(reports, key=lambda report: report["rank"])
 
 
-def slurm_script(target: str, *, nodes: int, gpus_per_node: int, port: int = 29500,
-                 job_name: str = "zerobook", args=()) -> str:
+def slurm_script(
+    target: str,
+    *,
+    nodes: int,
+    gpus_per_node: int,
+    port: int = 29500,
+    job_name: str = "zerobook",
+    args=(),
+) -> str:
     """A batch script: one task per node, each running `multinode_command` with the first node of
     the allocation as the rendezvous endpoint and the SLURM job id as the run id."""
-    command = multinode_command(target, nnodes=nodes, nproc_per_node=gpus_per_node,
-                                endpoint=f"$HEAD:{port}", run_id="$SLURM_JOB_ID", args=args, python="python")
-    return "\n".join([
-        "#!/bin/bash",
-        f"#SBATCH --job-name={job_name}",
-        f"#SBATCH --nodes={nodes}",
-        "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={gpus_per_node}",
-        "export OMP_NUM_THREADS=1",
-        'HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-        "srun " + " ".join(command),
-        ""])
+    command = multinode_command(
+        target,
+        nnodes=nodes,
+        nproc_per_node=gpus_per_node,
+        endpoint=f"$HEAD:{port}",
+        run_id="$SLURM_JOB_ID",
+        args=args,
+        python="python",
+    )
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            f"#SBATCH --job-name={job_name}",
+            f"#SBATCH --nodes={nodes}",
+            "#SBATCH --ntasks-per-node=1",
+            f"#SBATCH --gpus-per-node={gpus_per_node}",
+            "export OMP_NUM_THREADS=1",
+            'HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+            "srun " + " ".join(command),
+            "",
+        ]
+    )

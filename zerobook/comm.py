@@ -9,6 +9,7 @@ Built-in collectives hide their algorithm, so they are reported the way nccl-tes
 algorithm bytes S (the buffer size) and the bus bytes S x factor, labelled as such; factor is
 2(N-1)/N for all-reduce, (N-1)/N for reduce-scatter and all-gather, 1 for broadcast and reduce.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,19 +21,35 @@ from torch.distributed import distributed_c10d as c10d
 
 from zerobook.traffic import BUS_FACTORS
 
-POINT_TO_POINT = {"send": "sent", "isend": "sent", "recv": "received", "irecv": "received"}
+POINT_TO_POINT = {
+    "send": "sent",
+    "isend": "sent",
+    "recv": "received",
+    "irecv": "received",
+}
 # name -> (position and name of the argument whose size is S, bus factor as a function of N)
 COLLECTIVES = {
     "all_reduce": (0, "tensor", BUS_FACTORS["all_reduce"]),
-    "reduce_scatter_tensor": (1, "input", BUS_FACTORS["reduce_scatter"]),  # S: the input, N shards
+    "reduce_scatter_tensor": (
+        1,
+        "input",
+        BUS_FACTORS["reduce_scatter"],
+    ),  # S: the input, N shards
     "reduce_scatter_single": (1, "input", BUS_FACTORS["reduce_scatter"]),
-    "all_gather_into_tensor": (0, "output_tensor", BUS_FACTORS["all_gather"]),  # S: the output
+    "all_gather_into_tensor": (
+        0,
+        "output_tensor",
+        BUS_FACTORS["all_gather"],
+    ),  # S: the output
     "all_gather_single": (0, "output_tensor", BUS_FACTORS["all_gather"]),
     "broadcast": (0, "tensor", BUS_FACTORS["broadcast"]),
     "reduce": (0, "tensor", BUS_FACTORS["reduce"]),
 }
 # torch 2.13's new spellings (FSDP2 calls them) are recorded under the names they replace
-SAME_AS = {"reduce_scatter_single": "reduce_scatter_tensor", "all_gather_single": "all_gather_into_tensor"}
+SAME_AS = {
+    "reduce_scatter_single": "reduce_scatter_tensor",
+    "all_gather_single": "all_gather_into_tensor",
+}
 
 
 @dataclass
@@ -101,7 +118,9 @@ class CommMeter:
 
     def _wrap_batch(self, original):
         def metered_batch(p2p_op_list):
-            for op in p2p_op_list:  # ops built before the meter started hold the originals
+            for (
+                op
+            ) in p2p_op_list:  # ops built before the meter started hold the originals
                 op.op = getattr(c10d, op.op.__name__)
             return original(p2p_op_list)
 
@@ -109,25 +128,47 @@ class CommMeter:
 
     def _record_p2p(self, name, args, kwargs, seconds) -> None:
         tensor = args[0] if args else kwargs["tensor"]
-        peer = args[1] if len(args) > 1 else kwargs.get("dst", kwargs.get("src", kwargs.get(
-            "group_dst", kwargs.get("group_src"))))
-        self.events.append(Event(name, tensor_bytes(tensor), peer, dist.get_world_size(), None, seconds))
+        peer = (
+            args[1]
+            if len(args) > 1
+            else kwargs.get(
+                "dst",
+                kwargs.get("src", kwargs.get("group_dst", kwargs.get("group_src"))),
+            )
+        )
+        self.events.append(
+            Event(
+                name, tensor_bytes(tensor), peer, dist.get_world_size(), None, seconds
+            )
+        )
 
     def _record_collective(self, name, args, kwargs, seconds) -> None:
         index, keyword, factor = COLLECTIVES[name]
-        tensor = args[index] if len(args) > index else kwargs[keyword]  # FSDP2 passes keywords
+        tensor = (
+            args[index] if len(args) > index else kwargs[keyword]
+        )  # FSDP2 passes keywords
         group = kwargs.get("group")
         n = dist.get_world_size(group)
-        ranks = None if group is None or n == dist.get_world_size() else tuple(dist.get_process_group_ranks(group))
+        ranks = (
+            None
+            if group is None or n == dist.get_world_size()
+            else tuple(dist.get_process_group_ranks(group))
+        )
         size = tensor_bytes(tensor)
-        self.events.append(Event(SAME_AS.get(name, name), size, None, n, size * factor(n), seconds, ranks))
+        self.events.append(
+            Event(
+                SAME_AS.get(name, name), size, None, n, size * factor(n), seconds, ranks
+            )
+        )
 
     def bytes_sent(self) -> int:
         """Bytes this rank sent point to point (send and isend, inside batches too)."""
         return sum(e.bytes for e in self.events if POINT_TO_POINT.get(e.op) == "sent")
 
     def bytes_received(self) -> int:
-        return sum(e.bytes for e in self.events if POINT_TO_POINT.get(e.op) == "received")
+        return sum(
+            e.bytes for e in self.events if POINT_TO_POINT.get(e.op) == "received"
+        )
 
     def bus_bytes(self) -> float:
         """nccl-tests' bus bytes of the built-in collectives recorded (what a ring would send)."""

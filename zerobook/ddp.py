@@ -4,6 +4,7 @@ Two ways to average: `average_gradients` after backward, one all-reduce per para
 `OverlappedAllReduce`, which fills buckets from post-accumulate-grad hooks during backward and
 all-reduces each full bucket asynchronously, as torch.nn.parallel.DistributedDataParallel does.
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,7 +39,9 @@ def average_gradients(model: torch.nn.Module, flat: bool = False) -> None:
 def all_reduce_flat(grads: list[torch.Tensor]) -> None:
     """all_reduce (SUM) of the gradients as one buffer of sum(numel) elements, copied back."""
     if len({g.dtype for g in grads}) > 1:
-        raise ValueError(f"all_reduce_flat needs one dtype, got {sorted({str(g.dtype) for g in grads})}: one buffer holds them all")
+        raise ValueError(
+            f"all_reduce_flat needs one dtype, got {sorted({str(g.dtype) for g in grads})}: one buffer holds them all"
+        )
     buffer = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(buffer)
     for grad, piece in zip(grads, buffer.split([g.numel() for g in grads])):
@@ -54,7 +57,9 @@ class OverlappedAllReduce:
     With overlap=False the same buckets are all-reduced only in `finish()`, after backward.
     """
 
-    def __init__(self, model: torch.nn.Module, bucket_bytes: int = 1 << 20, overlap: bool = True):
+    def __init__(
+        self, model: torch.nn.Module, bucket_bytes: int = 1 << 20, overlap: bool = True
+    ):
         self.overlap = overlap
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.buckets = self._plan(bucket_bytes)
@@ -62,7 +67,9 @@ class OverlappedAllReduce:
         self.pending: list = []
         self.ready: dict[int, int] = {}
         self.flat: dict[int, torch.Tensor] = {}
-        self.handles = [p.register_post_accumulate_grad_hook(self._on_grad) for p in self.params]
+        self.handles = [
+            p.register_post_accumulate_grad_hook(self._on_grad) for p in self.params
+        ]
 
     def _plan(self, bucket_bytes: int) -> list[list[torch.nn.Parameter]]:
         """Group parameters, last-used first (backward's order), into buckets of ~bucket_bytes."""
@@ -79,7 +86,9 @@ class OverlappedAllReduce:
         index = self.where[id(param)]
         self.ready[index] = self.ready.get(index, 0) + 1
         if self.ready[index] == len(self.buckets[index]) and self.overlap:
-            self._launch(index)  # the bucket is full: send it off while backward goes on
+            self._launch(
+                index
+            )  # the bucket is full: send it off while backward goes on
 
     def _launch(self, index: int) -> None:
         """Copy bucket `index`'s gradients into one flat tensor and start its all-reduce."""
@@ -99,7 +108,9 @@ class OverlappedAllReduce:
             offset = 0
             for param in self.buckets[index]:
                 numel = param.numel()
-                param.grad.copy_(self.flat[index][offset:offset + numel].view_as(param.grad))
+                param.grad.copy_(
+                    self.flat[index][offset : offset + numel].view_as(param.grad)
+                )
                 param.grad.div_(world_size)
                 offset += numel
         self.pending, self.ready, self.flat = [], {}, {}

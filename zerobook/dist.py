@@ -5,6 +5,7 @@ The same script runs as a single process (world size 1) without torchrun.
 
 torch is imported inside the functions, so `import zerobook` stays light for the notebook side.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -59,7 +60,10 @@ def choose_backend(local_world_size: int) -> tuple[str, str]:
         return forced, f"{BACKEND_ENV}={forced}"
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if gpus >= local_world_size:
-        return "nccl", f"{gpus} GPU(s) for {local_world_size} local rank(s): one GPU per rank"
+        return (
+            "nccl",
+            f"{gpus} GPU(s) for {local_world_size} local rank(s): one GPU per rank",
+        )
     return "gloo", f"{gpus} GPU(s) for {local_world_size} local rank(s): CPU tensors"
 
 
@@ -79,7 +83,9 @@ def choose_device(backend: str, local_rank: int) -> str:
 
 def collective_timeout() -> timedelta:
     """How long a collective may wait for its peers before it fails (never torch's 30 minutes)."""
-    return timedelta(seconds=float(os.environ.get(TIMEOUT_ENV, DEFAULT_COLLECTIVE_TIMEOUT_S)))
+    return timedelta(
+        seconds=float(os.environ.get(TIMEOUT_ENV, DEFAULT_COLLECTIVE_TIMEOUT_S))
+    )
 
 
 def setup(verbose: bool = True) -> Rank:
@@ -98,8 +104,11 @@ def setup(verbose: bool = True) -> Rank:
         atexit.register(teardown)
     me = Rank(dist.get_rank(), dist.get_world_size(), local_rank, backend, device)
     if verbose and me.is_main:
-        print(f"[zerobook] backend={backend} device={device.split(':')[0]} "
-              f"world_size={me.world_size} ({why})", flush=True)
+        print(
+            f"[zerobook] backend={backend} device={device.split(':')[0]} "
+            f"world_size={me.world_size} ({why})",
+            flush=True,
+        )
     return me
 
 
@@ -108,18 +117,36 @@ def _init_process_group(backend: str, world_size: int) -> None:
     import torch.distributed as dist
 
     restart = env_int("TORCHELASTIC_RESTART_COUNT", 0)
-    if "RANK" in os.environ and restart and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+    if (
+        "RANK" in os.environ
+        and restart
+        and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    ):
         # torchrun restarted the job (--max-restarts): its store still holds the last attempt's
         # addresses under the same keys, so this attempt rendezvouses under a prefix of its own.
-        store = dist.TCPStore(os.environ["MASTER_ADDR"], env_int("MASTER_PORT", 0), is_master=False,
-                              timeout=collective_timeout())
-        dist.init_process_group(backend, store=dist.PrefixStore(f"zerobook/attempt_{restart}", store),
-                                rank=this_rank(), world_size=world_size, timeout=collective_timeout())
+        store = dist.TCPStore(
+            os.environ["MASTER_ADDR"],
+            env_int("MASTER_PORT", 0),
+            is_master=False,
+            timeout=collective_timeout(),
+        )
+        dist.init_process_group(
+            backend,
+            store=dist.PrefixStore(f"zerobook/attempt_{restart}", store),
+            rank=this_rank(),
+            world_size=world_size,
+            timeout=collective_timeout(),
+        )
     elif "RANK" in os.environ:
         dist.init_process_group(backend, timeout=collective_timeout())
     else:
-        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1,
-                                timeout=collective_timeout())
+        dist.init_process_group(
+            backend,
+            store=dist.HashStore(),
+            rank=0,
+            world_size=1,
+            timeout=collective_timeout(),
+        )
 
 
 def teardown() -> None:
@@ -137,8 +164,10 @@ def _jsonable(value):
         return value.tolist()
     if is_dataclass(value) and not isinstance(value, type):
         return asdict(value)
-    raise TypeError(f"zb.report: cannot send a {type(value).__name__} back as JSON; "
-                    "send numbers, strings, lists, dicts, tensors or dataclasses")
+    raise TypeError(
+        f"zb.report: cannot send a {type(value).__name__} back as JSON; "
+        "send numbers, strings, lists, dicts, tensors or dataclasses"
+    )
 
 
 def report(**values) -> None:
@@ -148,8 +177,12 @@ def report(**values) -> None:
     """
     from zerobook import report_guard
 
-    report_guard.check(inspect.currentframe().f_back)  # in a lab: only the harness reports (zerobook.report_guard)
-    text = json.dumps(values, default=_jsonable)  # fails here, in the rank, on bad values
+    report_guard.check(
+        inspect.currentframe().f_back
+    )  # in a lab: only the harness reports (zerobook.report_guard)
+    text = json.dumps(
+        values, default=_jsonable
+    )  # fails here, in the rank, on bad values
     folder = os.environ.get(REPORT_DIR_ENV)
     if not folder:
         print(f"[report] {text}", flush=True)
@@ -161,16 +194,25 @@ def report(**values) -> None:
     report_guard.written(path, json.dumps(merged))
 
 
-def record_failure(summary: str, traceback_text: str, collective: str | None = None) -> None:
+def record_failure(
+    summary: str, traceback_text: str, collective: str | None = None
+) -> None:
     """Leave this rank's failure (with a timestamp, to find the first one) for the launcher.
 
     collective: the torch.distributed call it failed in, if any ("all_reduce", "send", ...).
     """
     folder = os.environ.get(REPORT_DIR_ENV)
     if folder:
-        record = {"rank": this_rank(), "time": time.time(), "summary": summary,
-                  "traceback": traceback_text, "collective": collective}
-        _write_atomically(Path(folder) / f"rank{this_rank()}.error.json", json.dumps(record))
+        record = {
+            "rank": this_rank(),
+            "time": time.time(),
+            "summary": summary,
+            "traceback": traceback_text,
+            "collective": collective,
+        }
+        _write_atomically(
+            Path(folder) / f"rank{this_rank()}.error.json", json.dumps(record)
+        )
 
 
 def take_token() -> str | None:
@@ -179,7 +221,9 @@ def take_token() -> str | None:
     folder = os.environ.get(REPORT_DIR_ENV)
     if not folder:
         return None
-    path = Path(folder) / f".token{this_rank()}.{env_int('TORCHELASTIC_RESTART_COUNT', 0)}"
+    path = (
+        Path(folder) / f".token{this_rank()}.{env_int('TORCHELASTIC_RESTART_COUNT', 0)}"
+    )
     token = path.read_text() if path.exists() else None
     path.unlink(missing_ok=True)
     return token

@@ -5,6 +5,7 @@ signal leaves none, but torchrun's summary names it; a rank that only lost its p
 consequence, not a cause. `raise_if_failed` turns that into one LaunchError naming the rank, with
 its traceback or last lines; mismatched or stuck collectives are named (`explain`).
 """
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,9 @@ import re
 from pathlib import Path
 
 TAIL_LINES = 25
-LOST_PEER = re.compile(r"Connection (closed|reset) by peer")  # a consequence of another rank's failure
+LOST_PEER = re.compile(
+    r"Connection (closed|reset) by peer"
+)  # a consequence of another rank's failure
 
 
 class LaunchInterrupted(KeyboardInterrupt):
@@ -50,16 +53,21 @@ def issue_tokens(report_dir: str, nproc: int, attempts: int) -> dict[int, set[st
     return tokens
 
 
-def raise_if_unfinished(report_dir: str, tokens: dict[int, set[str]], stream, target: str) -> None:
+def raise_if_unfinished(
+    report_dir: str, tokens: dict[int, set[str]], stream, target: str
+) -> None:
     """Raise LaunchError for a rank that exited 0 without its script returning: its code ended the
     process early, so what it reported (if anything) is not the script's result."""
     for rank, valid in tokens.items():
         done = Path(report_dir) / f"rank{rank}.done"
         if not (done.exists() and done.read_text() in valid):
-            raise LaunchError(f"rank {rank} ended before {target} finished, with no error: something in "
-                              f"it ended the process early (os._exit, say), so its results do not count; "
-                              f"its last lines:\n{last_lines(stream, rank)}", rank=rank,
-                              log="\n".join(stream.log))
+            raise LaunchError(
+                f"rank {rank} ended before {target} finished, with no error: something in "
+                f"it ended the process early (os._exit, say), so its results do not count; "
+                f"its last lines:\n{last_lines(stream, rank)}",
+                rank=rank,
+                log="\n".join(stream.log),
+            )
 
 
 def raise_if_failed(report_dir: str, stream, target: str) -> None:
@@ -71,30 +79,48 @@ def raise_if_failed(report_dir: str, stream, target: str) -> None:
     collective, say, and gloo dropped the link before the peer's record was written) is a
     consequence: it counts as first only if no other rank recorded a failure.
     """
-    failures = sorted((read_json(p) for p in Path(report_dir).glob("rank*.error.json")),
-                      key=lambda f: (bool(LOST_PEER.search(f["summary"])), f["time"]))
+    failures = sorted(
+        (read_json(p) for p in Path(report_dir).glob("rank*.error.json")),
+        key=lambda f: (bool(LOST_PEER.search(f["summary"])), f["time"]),
+    )
     recorded = [f["rank"] for f in failures]
     log = "\n".join(stream.log)
-    killed = {r: sig for r, sig in signal_deaths(stream.agent).items()
-              if r not in recorded and sig != "SIGTERM"}  # SIGTERM: torchrun stopping the rest
+    killed = {
+        r: sig
+        for r, sig in signal_deaths(stream.agent).items()
+        if r not in recorded and sig != "SIGTERM"
+    }  # SIGTERM: torchrun stopping the rest
     if killed:
         rank = min(killed)
         also = f" (then rank(s) {sorted(recorded)} lost it)" if recorded else ""
-        raise LaunchError(f"rank {rank} died: killed by {killed[rank]}{also}; its last lines:\n"
-                          f"{last_lines(stream, rank)}", rank=rank, log=log)
+        raise LaunchError(
+            f"rank {rank} died: killed by {killed[rank]}{also}; its last lines:\n"
+            f"{last_lines(stream, rank)}",
+            rank=rank,
+            log=log,
+        )
     if failures:
         first = failures[0]
-        also = f" (then rank(s) {sorted(recorded[1:])} failed too)" if recorded[1:] else ""
+        also = (
+            f" (then rank(s) {sorted(recorded[1:])} failed too)" if recorded[1:] else ""
+        )
         tb = "\n".join(first["traceback"].rstrip().splitlines()[-TAIL_LINES:])
-        raise LaunchError(f"rank {first['rank']} failed: {explain(first)}{also}\n"
-                          f"--- rank {first['rank']} traceback (last lines) ---\n{tb}",
-                          rank=first["rank"], log=log)
+        raise LaunchError(
+            f"rank {first['rank']} failed: {explain(first)}{also}\n"
+            f"--- rank {first['rank']} traceback (last lines) ---\n{tb}",
+            rank=first["rank"],
+            log=log,
+        )
     if stream.returncode:
         rank, how = root_cause(stream.agent)
         where = f"rank {rank}" if rank is not None else "torchrun"
         tail = last_lines(stream, rank)
-        raise LaunchError(f"{where} failed running {target} ({how or f'exit code {stream.returncode}'}); "
-                          f"last lines:\n{tail}", rank=rank, log=log)
+        raise LaunchError(
+            f"{where} failed running {target} ({how or f'exit code {stream.returncode}'}); "
+            f"last lines:\n{tail}",
+            rank=rank,
+            log=log,
+        )
 
 
 def last_lines(stream, rank: int | None) -> str:
@@ -105,8 +131,10 @@ def last_lines(stream, rank: int | None) -> str:
     return tail or "(none: nothing was printed)"
 
 
-MISMATCH = re.compile(r"Rank (\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(\d+), "
-                      r"OpType=(\w+), TensorShape=(\[[^\]]*\])")
+MISMATCH = re.compile(
+    r"Rank (\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(\d+), "
+    r"OpType=(\w+), TensorShape=(\[[^\]]*\])"
+)
 
 
 def explain(failure: dict) -> str:
@@ -115,8 +143,10 @@ def explain(failure: dict) -> str:
     found = MISMATCH.findall(summary)
     if len(found) >= 2:
         (r0, seq, op0, shape0), (r1, _, op1, shape1) = found[:2]
-        return (f"mismatched collectives: rank {r0} called {op0} {shape0} while rank {r1} called "
-                f"{op1} {shape1} (collective #{seq})")
+        return (
+            f"mismatched collectives: rank {r0} called {op0} {shape0} while rank {r1} called "
+            f"{op1} {shape1} (collective #{seq})"
+        )
     stuck = failure.get("collective")
     if stuck and re.search(r"timed? ?out|monitoredBarrier", summary, flags=re.I):
         return f"stuck in {stuck}: {summary}"
@@ -132,30 +162,55 @@ def signal_deaths(agent_lines: list[str]) -> dict[int, str]:
 def root_cause(agent_lines: list[str]) -> tuple[int | None, str]:
     """The rank torchrun names under 'Root Cause', and how it died (a signal leaves no record)."""
     text = "\n".join(agent_lines)
-    match = re.search(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)[^\n]*?(\(SIG\w+\))?\s*$",
-                      text, flags=re.S | re.M)
+    match = re.search(
+        r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)[^\n]*?(\(SIG\w+\))?\s*$",
+        text,
+        flags=re.S | re.M,
+    )
     if not match:
         return None, ""
     signal_name = f" {match.group(3)}" if match.group(3) else ""
     return int(match.group(1)), f"exit code {match.group(2)}{signal_name}"
 
 
-FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
-LIBRARY = ("/torch/", "/threading.py", "runpy", "/zerobook/rank_entry.py", "/site-packages/")
-DUMP_START = ("Current thread ", "Thread 0x")  # faulthandler's first line of each thread
+FRAME = re.compile(
+    r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)'
+)
+LIBRARY = (
+    "/torch/",
+    "/threading.py",
+    "runpy",
+    "/zerobook/rank_entry.py",
+    "/site-packages/",
+)
+DUMP_START = (
+    "Current thread ",
+    "Thread 0x",
+)  # faulthandler's first line of each thread
 
 
 def where_stuck(lines: list[str]) -> str:
     """From a rank's faulthandler dump (most recent call first): its innermost frames outside
     torch and the launcher, as "file:line in function", or "" if it printed none."""
-    frames = [m for m in map(FRAME.match, lines) if m and not any(x in m["file"] for x in LIBRARY)]
-    inner = list(dict.fromkeys(f"{m['file'].rsplit('/', 1)[-1]}:{m['line']} in {m['function']}" for m in frames))
+    frames = [
+        m
+        for m in map(FRAME.match, lines)
+        if m and not any(x in m["file"] for x in LIBRARY)
+    ]
+    inner = list(
+        dict.fromkeys(
+            f"{m['file'].rsplit('/', 1)[-1]}:{m['line']} in {m['function']}"
+            for m in frames
+        )
+    )
     return " <- ".join(inner[:3])
 
 
 def before_dump(lines: list[str], n: int = 5) -> str:
     """A rank's last `n` lines before the stack dump the timeout asked for."""
-    start = next((k for k, line in enumerate(lines) if line.startswith(DUMP_START)), len(lines))
+    start = next(
+        (k for k, line in enumerate(lines) if line.startswith(DUMP_START)), len(lines)
+    )
     return "\n".join(lines[:start][-n:]) or "(nothing)"
 
 
@@ -163,10 +218,23 @@ def timeout_message(target: str, stream) -> str:
     """What a timed-out run tells: every rank stopped, where each one was (its Python stack, asked
     for before it was stopped), and each rank's last lines."""
     stuck = {r: where_stuck(list(stream.last.get(r, []))) for r in sorted(stream.ranks)}
-    places = "\n".join(f"  rank {r}: {where or '(no Python stack: it did not answer)'}" for r, where in stuck.items())
-    in_collective = [r for r in stuck if "distributed_c10d" in "".join(stream.last.get(r, []))]
-    hint = (f"ranks {in_collective} were waiting in a collective that another rank never reached"
-            if in_collective else "no rank was in a collective: a loop or a sleep in the code above")
-    tails = "\n".join(f"--- rank {r}, last lines ---\n{before_dump(list(stream.last.get(r, [])))}" for r in sorted(stream.ranks))
-    return (f"{target} timed out; every rank was stopped. Where each rank was:\n{places}\n"
-            f"({hint}; try debug=True to check every collective matches)\n{tails}")
+    places = "\n".join(
+        f"  rank {r}: {where or '(no Python stack: it did not answer)'}"
+        for r, where in stuck.items()
+    )
+    in_collective = [
+        r for r in stuck if "distributed_c10d" in "".join(stream.last.get(r, []))
+    ]
+    hint = (
+        f"ranks {in_collective} were waiting in a collective that another rank never reached"
+        if in_collective
+        else "no rank was in a collective: a loop or a sleep in the code above"
+    )
+    tails = "\n".join(
+        f"--- rank {r}, last lines ---\n{before_dump(list(stream.last.get(r, [])))}"
+        for r in sorted(stream.ranks)
+    )
+    return (
+        f"{target} timed out; every rank was stopped. Where each rank was:\n{places}\n"
+        f"({hint}; try debug=True to check every collective matches)\n{tails}"
+    )

@@ -8,6 +8,7 @@ are measured by: the bytes a rank keeps, and the full weights.
     names = fsdp_ranges(profiler)                   # FSDP2's own profiler ranges, in order
     all_gather_order(names), peak_gathered(names, unit_bytes)   # which unit, when, how many at once
 """
+
 from __future__ import annotations
 
 import torch
@@ -31,7 +32,9 @@ def shard_blocks(model, me, dtype=torch.float32, blocks=None, **options) -> None
     `dtype` (MixedPrecisionPolicy) while FSDP2 keeps the fp32 shard. `options` go to every
     fully_shard (reshard_after_forward, ...)."""
     if dtype != torch.float32:
-        options["mp_policy"] = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=dtype)
+        options["mp_policy"] = MixedPrecisionPolicy(
+            param_dtype=dtype, reduce_dtype=dtype
+        )
     mesh = mesh_of(me)
     for module in [*(model.blocks if blocks is None else blocks), model]:
         fully_shard(module, mesh=mesh, **options)
@@ -47,8 +50,12 @@ def kept_bytes(model, optimizer) -> int:
     persistent tensors, or the local shards of FSDP2's DTensors), each storage counted once."""
     if isinstance(optimizer, Zero3):
         return measure.unique_bytes(optimizer.persistent_tensors())
-    tensors = [local(p) for p in model.parameters()] + [local(p.grad) for p in model.parameters()]
-    return measure.unique_bytes(tensors + [local(t) for t in measure.optimizer_tensors(optimizer)])
+    tensors = [local(p) for p in model.parameters()] + [
+        local(p.grad) for p in model.parameters()
+    ]
+    return measure.unique_bytes(
+        tensors + [local(t) for t in measure.optimizer_tensors(optimizer)]
+    )
 
 
 def full_weights(model, optimizer, dtype=None) -> torch.Tensor:
@@ -56,8 +63,12 @@ def full_weights(model, optimizer, dtype=None) -> torch.Tensor:
     one flat fp32 CPU tensor; with `dtype`, rounded to it first, as the forward uses them."""
     if isinstance(optimizer, Zero3):
         optimizer.gather_all()
-    tensors = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
-    return torch.cat([t.detach().to(dtype or t.dtype).float().reshape(-1).cpu() for t in tensors])
+    tensors = [
+        p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()
+    ]
+    return torch.cat(
+        [t.detach().to(dtype or t.dtype).float().reshape(-1).cpu() for t in tensors]
+    )
 
 
 def measured_step(model, optimizer, tokens, reduce=None):
@@ -110,7 +121,14 @@ def all_gather_order(names) -> list[dict]:
         elif what.endswith("_prefetch"):
             prefetch = True
         elif what == "all_gather":
-            order.append({"unit": unit_of(name), "pass": phase, "by": issuer, "prefetch": prefetch})
+            order.append(
+                {
+                    "unit": unit_of(name),
+                    "pass": phase,
+                    "by": issuer,
+                    "prefetch": prefetch,
+                }
+            )
             prefetch = False
     return order
 
@@ -118,13 +136,17 @@ def all_gather_order(names) -> list[dict]:
 def peak_gathered(names, unit_bytes: dict) -> int:
     """Largest sum of `unit_bytes` gathered at once: a unit counts from its all-gather to its
     reshard (post_backward_reshard; post_forward when it is gathered again later, in backward)."""
-    last_gather = {unit_of(n): i for i, n in enumerate(names) if phase_of(n) == "all_gather"}
+    last_gather = {
+        unit_of(n): i for i, n in enumerate(names) if phase_of(n) == "all_gather"
+    }
     held, peak = set(), 0
     for i, name in enumerate(names):
         what, unit = phase_of(name), unit_of(name)
         if what == "all_gather":
             held.add(unit)
-        elif what == "post_backward_reshard" or (what == "post_forward" and last_gather.get(unit, -1) > i):
+        elif what == "post_backward_reshard" or (
+            what == "post_forward" and last_gather.get(unit, -1) > i
+        ):
             held.discard(unit)
         peak = max(peak, sum(unit_bytes[u] for u in held))
     return peak

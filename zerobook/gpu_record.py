@@ -8,6 +8,7 @@
 A chapter that reads it says plainly when no record exists (`MISSING`), rather than showing a
 number from nowhere.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
-MISSING = ("No GPU host has run `make gpu-check` for this book yet: there is no measurement to "
-           "show here, only the CPU runs above.")
+MISSING = (
+    "No GPU host has run `make gpu-check` for this book yet: there is no measurement to "
+    "show here, only the CPU runs above."
+)
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,10 @@ class GpuRecord:
     @property
     def label(self) -> str:
         env = self.results["environment"]
-        return (f"measured on {self.device} on {self.date} (torch {env['torch']}, NCCL {env['nccl']}; "
-                f"benchmarks/results/{self.path.name})")
+        return (
+            f"measured on {self.device} on {self.date} (torch {env['torch']}, NCCL {env['nccl']}; "
+            f"benchmarks/results/{self.path.name})"
+        )
 
     def section(self, name: str):
         """A section's results; None if it was skipped or failed (its error is in the .md)."""
@@ -67,7 +72,15 @@ def allocator_rows(memory: dict, methods=None) -> list[dict]:
             if methods and method not in methods:
                 continue
             calc, cuda = m["calculator"]["total"], m["cuda"]
-            rows.append(dict(world_size=int(n), method=method, num_params=m["num_params"], calculator=calc,
-                             allocator=cuda["states"], ratio=cuda["states"] / calc,
-                             above=cuda["peak"] - cuda["states"]))
+            rows.append(
+                dict(
+                    world_size=int(n),
+                    method=method,
+                    num_params=m["num_params"],
+                    calculator=calc,
+                    allocator=cuda["states"],
+                    ratio=cuda["states"] / calc,
+                    above=cuda["peak"] - cuda["states"],
+                )
+            )
     return rows

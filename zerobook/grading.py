@@ -9,6 +9,7 @@ zerobook.classroom release|grade|book`), which calls this module, never the othe
 while grading, it tells `run_part` to run the ranks in its sandbox (`sandbox_ranks`).
 `python -m zerobook.grading ...` is kept as another name for that command.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,12 +23,21 @@ from zerobook.launch import RunResult, torchrun
 COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
 PART_TIMEOUT_ENV = "ZEROBOOK_PART_TIMEOUT"  # grading sets it from the reference's time (zerobook.classroom)
 _RANK_SANDBOX: list = []  # grading: what run_part runs its ranks in (zerobook.classroom.clean_score)
-PART_TIMEOUT_S = 60  # a student's infinite loop costs this much, then grading goes on (a part
+PART_TIMEOUT_S = (
+    60  # a student's infinite loop costs this much, then grading goes on (a part
+)
 # takes 5-30 s on 2 busy cores: the limit leaves room for a slow laptop)
 
 
-def run_part(lab: str, student_file: str, part: str, nproc: int = 4,
-             timeout: float | None = None, debug: bool = True, **launch_options) -> RunResult:
+def run_part(
+    lab: str,
+    student_file: str,
+    part: str,
+    nproc: int = 4,
+    timeout: float | None = None,
+    debug: bool = True,
+    **launch_options,
+) -> RunResult:
     """Launch lab `lab`'s trusted harness on `nproc` ranks for one part of the student's file.
 
     debug=True checks that every collective matches across ranks (TORCH_DISTRIBUTED_DEBUG=DETAIL).
@@ -36,17 +46,32 @@ def run_part(lab: str, student_file: str, part: str, nproc: int = 4,
     """
     stubs = function_stubs(student_file)
     if stubs and all(stubs.values()):
-        raise NotImplementedError(f"{Path(student_file).name}: no function is implemented yet "
-                                  f"({', '.join(stubs)} still raise NotImplementedError)")
-    name = run_cache.key(lab, student_file, part, nproc, dict(launch_options, debug=debug))
+        raise NotImplementedError(
+            f"{Path(student_file).name}: no function is implemented yet "
+            f"({', '.join(stubs)} still raise NotImplementedError)"
+        )
+    name = run_cache.key(
+        lab, student_file, part, nproc, dict(launch_options, debug=debug)
+    )
     replayed = run_cache.replay(name)  # grading: the clean run launched it already
     if replayed is not None:
         return replayed
     timeout = timeout or float(os.environ.get(PART_TIMEOUT_ENV, PART_TIMEOUT_S))
-    if _RANK_SANDBOX:  # grading (zerobook.classroom.clean_score): the ranks see only this folder
+    if (
+        _RANK_SANDBOX
+    ):  # grading (zerobook.classroom.clean_score): the ranks see only this folder
         launch_options.setdefault("sandbox", _RANK_SANDBOX[-1])
-    return run_cache.record(name, lambda: torchrun(f"zerobook.labs.{lab}", nproc=nproc, timeout=timeout, debug=debug,
-                                                   args=["--student", student_file, "--part", part], **launch_options))
+    return run_cache.record(
+        name,
+        lambda: torchrun(
+            f"zerobook.labs.{lab}",
+            nproc=nproc,
+            timeout=timeout,
+            debug=debug,
+            args=["--student", student_file, "--part", part],
+            **launch_options,
+        ),
+    )
 
 
 def sandbox_ranks(sandbox) -> None:
@@ -58,12 +83,16 @@ def sandbox_ranks(sandbox) -> None:
 _SHARED: dict = {}  # run_shared's launches: key -> RunResult, or the exception it raised
 
 
-def run_shared(lab: str, student_file: str, part: str, nproc: int = 4, **options) -> RunResult:
+def run_shared(
+    lab: str, student_file: str, part: str, nproc: int = 4, **options
+) -> RunResult:
     """run_part, launched once for every test that reads the same run: a later call with the same
     lab, part, ranks, options and student file (its bytes, and when it was written: running the
     cell that writes it launches again) returns its result, or raises its error again (a failed
     launch is not repeated by each test that shares it)."""
-    written = Path(student_file).stat().st_mtime_ns if Path(student_file).is_file() else None
+    written = (
+        Path(student_file).stat().st_mtime_ns if Path(student_file).is_file() else None
+    )
     name = (run_cache.key(lab, student_file, part, nproc, options), written)
     if name not in _SHARED:
         try:
@@ -79,7 +108,11 @@ def reference_script(labs: Path, lab: str) -> str:
     """The rank script of lab `lab`'s instructor notebook (its solutions in), as the student's
     `%%writefile` cell writes it (without that line)."""
     notebook = json.loads((Path(labs) / lab / f"{lab}.ipynb").read_text())
-    cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script")
+    cell = next(
+        c
+        for c in notebook["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script"
+    )
     return "".join(cell["source"]).split("\n", 1)[1]
 
 
@@ -90,8 +123,11 @@ def harness_source(lab: str, *names: str) -> str:
     from importlib import resources
 
     text = resources.files("zerobook").joinpath(f"labs/{lab}.py").read_text()
-    found = {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
-             if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    found = {
+        node.name: ast.get_source_segment(text, node)
+        for node in ast.parse(text).body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+    }
     missing = [name for name in names if name not in found]
     if missing:
         raise KeyError(f"zerobook/labs/{lab}.py defines no {', '.join(missing)}")
@@ -109,11 +145,22 @@ def function_stubs(student_file: str) -> dict[str, bool] | None:
         return None
     stub = ast.dump(ast.parse("raise NotImplementedError()").body[0])
     out = {}
-    functions = [(node.name, node) for node in tree.body if isinstance(node, ast.FunctionDef)]
-    functions += [(f"{node.name}.{f.name}", f) for node in tree.body if isinstance(node, ast.ClassDef)
-                  for f in node.body if isinstance(f, ast.FunctionDef)]  # a class skeleton's methods
+    functions = [
+        (node.name, node) for node in tree.body if isinstance(node, ast.FunctionDef)
+    ]
+    functions += [
+        (f"{node.name}.{f.name}", f)
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        for f in node.body
+        if isinstance(f, ast.FunctionDef)
+    ]  # a class skeleton's methods
     for name, node in functions:
-        body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        body = [
+            n
+            for n in node.body
+            if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+        ]
         out[name] = len(body) == 1 and ast.dump(body[0]) == stub
     return out
 

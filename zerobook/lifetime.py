@@ -6,6 +6,7 @@ without this they would run on. Linux's parent-death signal (prctl PR_SET_PDEATH
 kernel deliver a signal to a child when its parent dies: the agent gets SIGTERM (torchrun then
 stops its ranks), each rank SIGKILL when the agent is gone. Elsewhere it is a no-op.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -21,7 +22,9 @@ def _load_prctl():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+        return ctypes.CDLL(
+            ctypes.util.find_library("c") or "libc.so.6", use_errno=True
+        ).prctl
     except (OSError, AttributeError):
         return None
 
@@ -34,6 +37,8 @@ def die_with_parent(signal_number: int, parent: int | None = None) -> bool:
     given) is already gone, send it to this process now. False where the platform cannot."""
     if _PRCTL is None or _PRCTL(PR_SET_PDEATHSIG, signal_number, 0, 0, 0) != 0:
         return False
-    if parent is not None and os.getppid() != parent:  # it died before the request was made
+    if (
+        parent is not None and os.getppid() != parent
+    ):  # it died before the request was made
         os.kill(os.getpid(), signal_number)
     return True

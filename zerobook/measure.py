@@ -4,6 +4,7 @@ and how fast the CPU runs an AdamW step (what offload adds).
 Storage-deduplicated throughout: tied weights, views and gradients that live inside a bucket are
 counted once, at the size of the storage that holds them.
 """
+
 from __future__ import annotations
 
 import time
@@ -15,7 +16,11 @@ import torch
 
 def storage_key(tensor: torch.Tensor) -> tuple:
     """What identifies the memory behind a tensor (views of one storage share it)."""
-    return (tensor.device.type, tensor.device.index, tensor.untyped_storage().data_ptr())
+    return (
+        tensor.device.type,
+        tensor.device.index,
+        tensor.untyped_storage().data_ptr(),
+    )
 
 
 def unique_bytes(tensors, seen: set | None = None) -> int:
@@ -60,9 +65,15 @@ class StateBytes:
         return self.params + self.grads + self.optimizer
 
     def per_param(self, num_params: int) -> dict:
-        return {k: v / num_params for k, v in
-                (("params", self.params), ("grads", self.grads), ("optimizer", self.optimizer),
-                 ("total", self.total))}
+        return {
+            k: v / num_params
+            for k, v in (
+                ("params", self.params),
+                ("grads", self.grads),
+                ("optimizer", self.optimizer),
+                ("total", self.total),
+            )
+        }
 
 
 def optimizer_tensors(optimizer):
@@ -74,13 +85,19 @@ def optimizer_tensors(optimizer):
         yield from (v for v in state.values() if torch.is_tensor(v))
 
 
-def model_state_bytes(model: torch.nn.Module, optimizer=None, seen: set | None = None) -> StateBytes:
+def model_state_bytes(
+    model: torch.nn.Module, optimizer=None, seen: set | None = None
+) -> StateBytes:
     """Bytes of the live parameters, gradients and optimizer state (each storage counted once;
     `seen`, if given, collects the storages counted, for a later unique_bytes to leave out)."""
     seen = set() if seen is None else seen
     params = unique_bytes(model.parameters(), seen)
-    grads = unique_bytes((p.grad for p in model.parameters() if p.grad is not None), seen)
-    state = unique_bytes(optimizer_tensors(optimizer), seen) if optimizer is not None else 0
+    grads = unique_bytes(
+        (p.grad for p in model.parameters() if p.grad is not None), seen
+    )
+    state = (
+        unique_bytes(optimizer_tensors(optimizer), seen) if optimizer is not None else 0
+    )
     return StateBytes(params, grads, state)
 
 
@@ -88,7 +105,10 @@ def cuda_memory() -> dict | None:
     """The CUDA caching allocator's view: bytes allocated now and at peak (None without CUDA)."""
     if not torch.cuda.is_available():
         return None
-    return {"allocated": torch.cuda.memory_allocated(), "max_allocated": torch.cuda.max_memory_allocated()}
+    return {
+        "allocated": torch.cuda.memory_allocated(),
+        "max_allocated": torch.cuda.max_memory_allocated(),
+    }
 
 
 @dataclass
@@ -115,7 +135,9 @@ def saved_activations(exclude=()):
         key = storage_key(tensor)
         if key not in seen:
             seen.add(key)
-            record.entries.append((tuple(tensor.shape), tensor.dtype, tensor.untyped_storage().nbytes()))
+            record.entries.append(
+                (tuple(tensor.shape), tensor.dtype, tensor.untyped_storage().nbytes())
+            )
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):

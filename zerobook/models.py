@@ -5,6 +5,7 @@ embeddings and fixed (sinusoidal) positions, so nothing outside the formula has 
 Attention is written out (`attention="manual"`), so that every tensor Korthikanti et al. count is
 really saved for backward; `attention="sdpa"` uses PyTorch's fused kernel instead.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,7 +41,11 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
-        q, k, v = self.qkv(x).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = (
+            self.qkv(x)
+            .view(b, s, 3, self.heads, h // self.heads)
+            .permute(2, 0, 3, 1, 4)
+        )
         if self.attention == "sdpa":
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         elif self.recompute_scores:  # keep Q, K and V; backward recomputes the rest
@@ -64,8 +69,11 @@ class Block(nn.Module):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(config.hidden), nn.LayerNorm(config.hidden)
         self.attn = SelfAttention(config)
-        self.mlp = nn.Sequential(nn.Linear(config.hidden, 4 * config.hidden), nn.GELU(),
-                                 nn.Linear(4 * config.hidden, config.hidden))
+        self.mlp = nn.Sequential(
+            nn.Linear(config.hidden, 4 * config.hidden),
+            nn.GELU(),
+            nn.Linear(4 * config.hidden, config.hidden),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
@@ -77,7 +85,10 @@ def sinusoidal_positions(seq_len: int, hidden: int) -> torch.Tensor:
     position = torch.arange(seq_len).unsqueeze(1)
     frequency = torch.exp(torch.arange(0, hidden, 2) * (-math.log(10000.0) / hidden))
     table = torch.zeros(seq_len, hidden)
-    table[:, 0::2], table[:, 1::2] = torch.sin(position * frequency), torch.cos(position * frequency)
+    table[:, 0::2], table[:, 1::2] = (
+        torch.sin(position * frequency),
+        torch.cos(position * frequency),
+    )
     return table
 
 
@@ -88,17 +99,26 @@ class GPT(nn.Module):
         super().__init__()
         self.config = config
         self.embed = nn.Embedding(config.vocab, config.hidden)
-        self.register_buffer("positions", sinusoidal_positions(config.seq_len, config.hidden),
-                             persistent=False)
+        self.register_buffer(
+            "positions",
+            sinusoidal_positions(config.seq_len, config.hidden),
+            persistent=False,
+        )
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.ln_f = nn.LayerNorm(config.hidden)
-        nn.init.normal_(self.embed.weight, std=0.02)  # GPT-2's scale; N(0, 1) logits would be huge
+        nn.init.normal_(
+            self.embed.weight, std=0.02
+        )  # GPT-2's scale; N(0, 1) logits would be huge
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.embed(tokens) + self.positions[: tokens.shape[1]].to(self.embed.weight.dtype)
+        x = self.embed(tokens) + self.positions[: tokens.shape[1]].to(
+            self.embed.weight.dtype
+        )
         for block in self.blocks:
             x = block(x)
-        return self.ln_f(x) @ self.embed.weight.T  # logits, with the embedding's weights
+        return (
+            self.ln_f(x) @ self.embed.weight.T
+        )  # logits, with the embedding's weights
 
     def loss(self, tokens: torch.Tensor) -> torch.Tensor:
         """Next-token cross-entropy over a (batch, seq_len + 1) tensor of token ids."""

@@ -20,6 +20,7 @@ by shards against torch's norm of norms), `norm_bound` gives the bound from the 
 summation (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., section 4.2).
 Enter `ordered_sums()` outside any `CommMeter`, so the meter records the collective asked for.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,7 +46,9 @@ class Done:
 def _parts(tensor: torch.Tensor, group) -> torch.Tensor:
     """Every rank's copy of `tensor`, flattened: shape (N, numel), row r from group rank r."""
     world_size = dist.get_world_size(group)
-    parts = torch.empty(world_size * tensor.numel(), dtype=tensor.dtype, device=tensor.device)
+    parts = torch.empty(
+        world_size * tensor.numel(), dtype=tensor.dtype, device=tensor.device
+    )
     _ALL_GATHER(parts, tensor.contiguous().reshape(-1), group=group)
     return parts.view(world_size, -1)
 
@@ -63,23 +66,33 @@ def rank_order_sum(parts: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
 
 def ordered_all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
     """all_reduce (SUM or AVG) of `tensor` in place, adding the ranks' copies in rank order."""
-    if not tensor.is_floating_point() or op not in (dist.ReduceOp.SUM, dist.ReduceOp.AVG):
-        return _SAVED["all_reduce"](tensor, op=op, group=group, async_op=async_op)  # exact anyway
+    if not tensor.is_floating_point() or op not in (
+        dist.ReduceOp.SUM,
+        dist.ReduceOp.AVG,
+    ):
+        return _SAVED["all_reduce"](
+            tensor, op=op, group=group, async_op=async_op
+        )  # exact anyway
     tensor.copy_(rank_order_sum(_parts(tensor, group), op).view_as(tensor))
     return Done() if async_op else None
 
 
-def ordered_reduce_scatter(output, input, op=dist.ReduceOp.SUM, group=None, async_op=False):
+def ordered_reduce_scatter(
+    output, input, op=dist.ReduceOp.SUM, group=None, async_op=False
+):
     """reduce_scatter of `input` (N * output.numel() elements) into `output`, rank order."""
     rank, n = dist.get_rank(group), output.numel()
-    mine = _parts(input, group)[:, rank * n:(rank + 1) * n]
+    mine = _parts(input, group)[:, rank * n : (rank + 1) * n]
     output.copy_(rank_order_sum(mine, op).view_as(output))
     return Done() if async_op else None
 
 
 _SAVED: dict = {}
-_ORDERED = {"all_reduce": ordered_all_reduce, "reduce_scatter_tensor": ordered_reduce_scatter,
-            "reduce_scatter_single": ordered_reduce_scatter}
+_ORDERED = {
+    "all_reduce": ordered_all_reduce,
+    "reduce_scatter_tensor": ordered_reduce_scatter,
+    "reduce_scatter_single": ordered_reduce_scatter,
+}
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ The model's weights and gradients are 16-bit (bf16 or fp16); the optimizer keeps
 copy of every weight plus AdamW's momentum and variance in fp32. A step upcasts the gradients,
 updates the master weights, and copies them back into the 16-bit model.
 """
+
 from __future__ import annotations
 
 import torch
@@ -14,15 +15,27 @@ from zerobook.measure import optimizer_tensors
 class MixedPrecisionAdamW:
     """AdamW over fp32 master copies of 16-bit parameters (K = 12 bytes of state per parameter)."""
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01):
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+    ):
         groups = param_groups(params)
         self.params = [p for group in groups for p in group["params"]]
-        self.master = [torch.nn.Parameter(p.detach().float().clone()) for p in self.params]
+        self.master = [
+            torch.nn.Parameter(p.detach().float().clone()) for p in self.params
+        ]
         masters = iter(self.master)
         self.inner = torch.optim.AdamW(
             [{**g, "params": [next(masters) for _ in g["params"]]} for g in groups],
-            lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+        )
 
     @torch.no_grad()
     def step(self) -> None:

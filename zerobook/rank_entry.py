@@ -9,6 +9,7 @@ is recorded as a failure). If it raises, this rank prints the traceback, leaves 
 the rank that failed first, not the peers that lost it), and exits at once: a rank that died
 mid-collective must not hang in the process group's shutdown.
 """
+
 from __future__ import annotations
 
 import faulthandler
@@ -20,7 +21,13 @@ import traceback
 import warnings
 
 from zerobook.lifetime import die_with_parent
-from zerobook.dist import flush_streams, forget_failure, mark_finished, record_failure, take_token
+from zerobook.dist import (
+    flush_streams,
+    forget_failure,
+    mark_finished,
+    record_failure,
+    take_token,
+)
 
 # torch 2.13 renamed the tensor collectives; the old names still work and warn on every rank.
 RENAMED_COLLECTIVES = r".*is deprecated\. Please use `torch\.distributed\."
@@ -50,25 +57,43 @@ def user_traceback(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     kept = [f for f in frames if not _is_library(f.filename)]
     hidden = len(frames) - len(kept)
-    note = f"  ({hidden} frames of torch and the launcher not shown)\n" if hidden else ""
-    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(kept)) + note
-            + "".join(traceback.format_exception_only(type(exc), exc)))
+    note = (
+        f"  ({hidden} frames of torch and the launcher not shown)\n" if hidden else ""
+    )
+    return (
+        "Traceback (most recent call last):\n"
+        + "".join(traceback.format_list(kept))
+        + note
+        + "".join(traceback.format_exception_only(type(exc), exc))
+    )
 
 
 def _is_library(filename: str) -> bool:
-    torch_dir = os.path.dirname(sys.modules["torch"].__file__) if "torch" in sys.modules else None
-    return (filename == __file__ or "runpy" in os.path.basename(filename)
-            or (torch_dir is not None and filename.startswith(torch_dir)))
+    torch_dir = (
+        os.path.dirname(sys.modules["torch"].__file__)
+        if "torch" in sys.modules
+        else None
+    )
+    return (
+        filename == __file__
+        or "runpy" in os.path.basename(filename)
+        or (torch_dir is not None and filename.startswith(torch_dir))
+    )
 
 
 def collective_of(exc: BaseException) -> str | None:
     """The torch.distributed call the exception came out of (e.g. "all_reduce"), if any."""
-    calls = [f.name for f in traceback.extract_tb(exc.__traceback__)
-             if f.filename.endswith("distributed_c10d.py")]
+    calls = [
+        f.name
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename.endswith("distributed_c10d.py")
+    ]
     return calls[-1] if calls else None
 
 
-def fail(summary: str, traceback_text: str, code: int, collective: str | None = None) -> None:
+def fail(
+    summary: str, traceback_text: str, code: int, collective: str | None = None
+) -> None:
     """Record the failure, print it, and leave without running the process group's shutdown."""
     sys.stderr.write(traceback_text)
     record_failure(summary, traceback_text, collective)
@@ -80,20 +105,33 @@ def main(argv: list[str]) -> None:
     if not argv:
         sys.exit("usage: python -m zerobook.rank_entry TARGET [ARGS...]")
     token = take_token()  # first: the target's code must not find it
-    die_with_parent(signal.SIGKILL)  # torchrun's agent gone (killed outright): nobody is left to stop this rank
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the launcher's "where are you?" at a timeout
-    warnings.filterwarnings("ignore", message=RENAMED_COLLECTIVES, category=FutureWarning)
+    die_with_parent(
+        signal.SIGKILL
+    )  # torchrun's agent gone (killed outright): nobody is left to stop this rank
+    faulthandler.register(
+        signal.SIGUSR1, all_threads=True
+    )  # the launcher's "where are you?" at a timeout
+    warnings.filterwarnings(
+        "ignore", message=RENAMED_COLLECTIVES, category=FutureWarning
+    )
     forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
     try:
         run_target(argv[0], argv[1:])
         verify_report()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) and exc.code else 1
-        fail(f"SystemExit: sys.exit({exc.code!r}) before the script finished",
-             f"rank exited with sys.exit({exc.code!r}) before the script finished\n", code)
+        fail(
+            f"SystemExit: sys.exit({exc.code!r}) before the script finished",
+            f"rank exited with sys.exit({exc.code!r}) before the script finished\n",
+            code,
+        )
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
-        fail(f"{type(exc).__name__}: {exc}".splitlines()[0], user_traceback(exc), 1,
-             collective_of(exc))
+        fail(
+            f"{type(exc).__name__}: {exc}".splitlines()[0],
+            user_traceback(exc),
+            1,
+            collective_of(exc),
+        )
     mark_finished(token)
 
 

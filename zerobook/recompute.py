@@ -15,6 +15,7 @@ hooks — ZeRO-3's gather and free — fire in the recomputation too (as with Py
 keeps its activations except attention's scores and probabilities (a*s^2*b values each), which
 backward recomputes from Q, K and V. No weights take part, so under ZeRO-3 it gathers nothing.
 """
+
 from __future__ import annotations
 
 import torch
@@ -32,9 +33,13 @@ class Checkpointed(torch.nn.Module):
         return checkpoint(self.block, x, use_reentrant=self.reentrant)
 
 
-def checkpoint_blocks(model: torch.nn.Module, reentrant: bool = False) -> torch.nn.Module:
+def checkpoint_blocks(
+    model: torch.nn.Module, reentrant: bool = False
+) -> torch.nn.Module:
     """Wrap every block of `model.blocks` in `Checkpointed` (in place); returns the model."""
-    model.blocks = torch.nn.ModuleList(Checkpointed(block, reentrant) for block in model.blocks)
+    model.blocks = torch.nn.ModuleList(
+        Checkpointed(block, reentrant) for block in model.blocks
+    )
     return model
 
 

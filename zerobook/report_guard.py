@@ -12,6 +12,7 @@ itself. It cannot stop code that rewrites this module's memory: the student's fi
 same interpreter. The grader's clean run (zerobook.classroom.clean_score) and the sandbox bound what such
 code can reach; what it tried is in the failure it leaves.
 """
+
 from __future__ import annotations
 
 import types
@@ -26,8 +27,12 @@ class TamperError(RuntimeError):
 def guard(harness_globals: dict, owners: tuple) -> None:
     """Trust the functions `harness_globals` defines now, and remember its globals' values
     and the `report` each module of `owners` holds (zerobook and zerobook.dist)."""
-    functions = [v for v in harness_globals.values() if isinstance(v, types.FunctionType)
-                 and v.__module__ == harness_globals.get("__name__")]
+    functions = [
+        v
+        for v in harness_globals.values()
+        if isinstance(v, types.FunctionType)
+        and v.__module__ == harness_globals.get("__name__")
+    ]
     _state["codes"] = {f.__code__ for f in functions}
     _state["globals"] = (harness_globals, dict(harness_globals))
     _state["report"] = (owners, owners[-1].report)
@@ -43,10 +48,14 @@ def check(caller) -> None:
     module, snapshot = _state["globals"]
     changed = sorted(k for k, v in snapshot.items() if module.get(k) is not v)
     if changed:
-        raise TamperError(f"tampering: the student's code replaced the harness's {', '.join(changed)}")
+        raise TamperError(
+            f"tampering: the student's code replaced the harness's {', '.join(changed)}"
+        )
     if caller.f_code not in _state["codes"]:
-        raise TamperError(f"tampering: zb.report was called from {caller.f_code.co_name} "
-                          f"({caller.f_code.co_filename}), not by the lab's harness")
+        raise TamperError(
+            f"tampering: zb.report was called from {caller.f_code.co_name} "
+            f"({caller.f_code.co_filename}), not by the lab's harness"
+        )
 
 
 def written(path, text: str) -> None:
@@ -63,4 +72,6 @@ def verify_written(folder, rank: int) -> None:
     path = Path(folder) / f"rank{rank}.json"
     on_disk = path.read_text() if path.exists() else None
     if on_disk != _state["written"].get(str(path)):
-        raise TamperError("tampering: the report file was written by something other than zb.report")
+        raise TamperError(
+            "tampering: the report file was written by something other than zb.report"
+        )

@@ -8,6 +8,7 @@ launching again (same lab, part, ranks, options and student file, to the byte).
 Only scores from the clean run count, so the kernel reading the record changes nothing it could
 gain from; it saves every launch a second time (half the CPU of grading).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,22 +23,36 @@ CACHE_ENV, WRITE_ENV = "ZEROBOOK_RUN_CACHE", "ZEROBOOK_RUN_CACHE_WRITE"
 
 def key(lab: str, student_file: str, part: str, nproc: int, options: dict) -> str:
     """What a launch's result depends on: the part, the ranks, the options and the file's bytes."""
-    h = hashlib.sha256(json.dumps([lab, part, nproc, sorted((k, repr(v)) for k, v in options.items())]).encode())
-    h.update(Path(student_file).read_bytes() if Path(student_file).is_file() else b"(no file)")
+    h = hashlib.sha256(
+        json.dumps(
+            [lab, part, nproc, sorted((k, repr(v)) for k, v in options.items())]
+        ).encode()
+    )
+    h.update(
+        Path(student_file).read_bytes()
+        if Path(student_file).is_file()
+        else b"(no file)"
+    )
     return h.hexdigest()
 
 
 def replay(name: str):
     """The recorded RunResult of launch `name` (LaunchError raised again, if it failed), or None."""
     folder = os.environ.get(CACHE_ENV)
-    path = Path(folder) / f"{name}.json" if folder and not os.environ.get(WRITE_ENV) else None
+    path = (
+        Path(folder) / f"{name}.json"
+        if folder and not os.environ.get(WRITE_ENV)
+        else None
+    )
     if path is None or not path.is_file():
         return None
     record = json.loads(path.read_text())
     print(record["log"], flush=True)  # the ranks' output, as the launch showed it
     if "error" in record:
         raise LaunchError(record["error"], log=record["log"])
-    return RunResult(ranks=record["ranks"], log=record["log"], seconds=record["seconds"])
+    return RunResult(
+        ranks=record["ranks"], log=record["log"], seconds=record["seconds"]
+    )
 
 
 def record(name: str, launch):
@@ -47,9 +62,14 @@ def record(name: str, launch):
         result = launch()
     except LaunchError as exc:
         if folder:
-            (Path(folder) / f"{name}.json").write_text(json.dumps({"error": str(exc), "log": exc.log}))
+            (Path(folder) / f"{name}.json").write_text(
+                json.dumps({"error": str(exc), "log": exc.log})
+            )
         raise
     if folder:
-        (Path(folder) / f"{name}.json").write_text(json.dumps(
-            {"ranks": result.ranks, "log": result.log, "seconds": result.seconds}))
+        (Path(folder) / f"{name}.json").write_text(
+            json.dumps(
+                {"ranks": result.ranks, "log": result.log, "seconds": result.seconds}
+            )
+        )
     return result

@@ -5,6 +5,7 @@ and reads its own shards; a checkpoint can be loaded on another number of ranks.
     step = load(model, optimizer, latest(directory))
     state_digests(model, optimizer)              # SHA-256 of full weights and moments
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,7 +25,10 @@ def latest(directory: Path) -> Path | None:
 def save(model, optimizer, step: int, directory: Path) -> None:
     """Every rank writes its shards of weights and optimizer state (dcp.save, collective)."""
     model_state, optim_state = get_state_dict(model, optimizer)
-    dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=str(Path(directory) / f"step_{step}"))
+    dcp.save(
+        {"model": model_state, "optim": optim_state},
+        checkpoint_id=str(Path(directory) / f"step_{step}"),
+    )
 
 
 def load(model, optimizer, path: Path) -> int:
@@ -32,7 +36,12 @@ def load(model, optimizer, path: Path) -> int:
     model_state, optim_state = get_state_dict(model, optimizer)
     state = {"model": model_state, "optim": optim_state}
     dcp.load(state, checkpoint_id=str(path))
-    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    set_state_dict(
+        model,
+        optimizer,
+        model_state_dict=state["model"],
+        optim_state_dict=state["optim"],
+    )
     return int(Path(path).name.split("_")[1])
 
 
@@ -48,5 +57,14 @@ def sha256(tensors) -> str:
 def state_digests(model, optimizer) -> dict:
     """Digests of the full weights and of AdamW's full momentum and variance (collective)."""
     params = list(model.parameters())
-    moments = [optimizer.state[p][k] for p in params for k in ("exp_avg", "exp_avg_sq") if p in optimizer.state]
-    return {"weights": sha256(params), "moments": sha256(moments), "moment_tensors": len(moments)}
+    moments = [
+        optimizer.state[p][k]
+        for p in params
+        for k in ("exp_avg", "exp_avg_sq")
+        if p in optimizer.state
+    ]
+    return {
+        "weights": sha256(params),
+        "moments": sha256(moments),
+        "moment_tensors": len(moments),
+    }

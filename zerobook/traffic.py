@@ -3,6 +3,7 @@
 nccl-tests' convention (doc/PERFORMANCE.md): algbw = S / t for a buffer of S bytes, and
 busbw = algbw x factor, the factor being what a bandwidth-optimal ring sends per rank, over S.
 """
+
 from __future__ import annotations
 
 BUS_FACTORS = {
@@ -57,12 +58,18 @@ def fit_alpha_beta(sizes, seconds, world_size: int) -> dict:
     sw = sum(weights)
     mean_s = sum(w * s for w, s in zip(weights, sizes)) / sw
     mean_t = sum(w * t for w, t in zip(weights, seconds)) / sw
-    slope = (sum(w * (s - mean_s) * (t - mean_t) for w, s, t in zip(weights, sizes, seconds))
-             / sum(w * (s - mean_s) ** 2 for w, s in zip(weights, sizes)))
+    slope = sum(
+        w * (s - mean_s) * (t - mean_t) for w, s, t in zip(weights, sizes, seconds)
+    ) / sum(w * (s - mean_s) ** 2 for w, s in zip(weights, sizes))
     intercept = mean_t - slope * mean_s
     steps = 2 * (world_size - 1)
-    return {"alpha": intercept / steps, "beta": slope / BUS_FACTORS["all_reduce"](world_size),
-            "crossover": intercept / slope, "intercept": intercept, "slope": slope}
+    return {
+        "alpha": intercept / steps,
+        "beta": slope / BUS_FACTORS["all_reduce"](world_size),
+        "crossover": intercept / slope,
+        "intercept": intercept,
+        "slope": slope,
+    }
 
 
 def predicted_seconds(fit: dict, size: float) -> float:

@@ -5,6 +5,7 @@ batch, one training step, the model's weights as one flat tensor, and timed step
     loss = train_step(model, optimizer, tokens, reduce=average_gradients)
     weights = flat_weights(model)                               # every parameter, flat, fp32
 """
+
 from __future__ import annotations
 
 import time
@@ -18,13 +19,18 @@ def rank_batch(config: GPTConfig, per_rank: int, seed: int, me) -> torch.Tensor:
     """This rank's `per_rank` samples of the global batch of per_rank x world_size (seeded alike
     on every rank), on the rank's device: the data-parallel split."""
     tokens = random_batch(config, per_rank * me.world_size, seed=seed)
-    return tokens[me.rank * per_rank:(me.rank + 1) * per_rank].to(me.device)
+    return tokens[me.rank * per_rank : (me.rank + 1) * per_rank].to(me.device)
 
 
 def flat_weights(model: torch.nn.Module, dtype=None) -> torch.Tensor:
     """Every parameter of `model`, flattened into one fp32 CPU tensor (rounded to `dtype` first,
     if given: what the forward computes with)."""
-    return torch.cat([p.detach().to(dtype or p.dtype).float().reshape(-1).cpu() for p in model.parameters()])
+    return torch.cat(
+        [
+            p.detach().to(dtype or p.dtype).float().reshape(-1).cpu()
+            for p in model.parameters()
+        ]
+    )
 
 
 def train_step(model, optimizer, tokens: torch.Tensor, reduce=None) -> float:

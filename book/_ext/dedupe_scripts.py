@@ -9,7 +9,11 @@ declared". Keeping the first copy of each script removes the error and changes n
 
 def script_key(script):
     """Two scripts are the same if they load the same file, or inline the same body."""
-    return (script.filename or None, script.priority, tuple(sorted(script.attributes.items())))
+    return (
+        script.filename or None,
+        script.priority,
+        tuple(sorted(script.attributes.items())),
+    )
 
 
 def dedupe(app, pagename, templatename, context, doctree):

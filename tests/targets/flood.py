@@ -1,4 +1,5 @@
 """A rank script that prints a very long line and then far more lines than anyone should read."""
+
 import sys
 
 print("x" * 50_000, flush=True)

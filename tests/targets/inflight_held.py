@@ -3,6 +3,7 @@ all-gather leaves its output as it was until wait(), which puts the rank-order r
 
 Reported by every rank: what each output held before and after wait(), and the events.
 """
+
 import torch
 import torch.distributed as dist
 

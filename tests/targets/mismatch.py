@@ -1,5 +1,6 @@
 """Collectives that do not match: --mode different (rank 0 all_reduce, others broadcast) or
 --mode skip (rank 1 skips the all_reduce and goes on to all_gather)."""
+
 import argparse
 
 import torch

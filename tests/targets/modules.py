@@ -1,8 +1,20 @@
 """Reports which of the notebook side's modules a rank has loaded (it should load none)."""
+
 import sys
 
 import zerobook as zb
 
 me = zb.setup(verbose=False)
-zb.report(loaded=sorted(m for m in ("zerobook.launch", "zerobook.plots", "zerobook.widgets", "zerobook.grading",
-                                    "matplotlib") if m in sys.modules))
+zb.report(
+    loaded=sorted(
+        m
+        for m in (
+            "zerobook.launch",
+            "zerobook.plots",
+            "zerobook.widgets",
+            "zerobook.grading",
+            "matplotlib",
+        )
+        if m in sys.modules
+    )
+)

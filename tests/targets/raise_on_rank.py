@@ -1,4 +1,5 @@
 """Rank --rank raises after one good collective; the others go on into the next collective."""
+
 import argparse
 
 import torch

@@ -1,4 +1,5 @@
 """Rank 1 dies of a signal (SIGSEGV), as a crashing extension would: no Python exception."""
+
 import ctypes
 
 import torch

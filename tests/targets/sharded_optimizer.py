@@ -11,6 +11,7 @@ Reported by every rank: the largest weight difference of each run from the refer
 own shard's optimizer stepped with at each step against the scheduler's, whether the consolidated
 state dict equals the reference AdamW's (same keys, same tensors), and what the closure returned.
 """
+
 import argparse
 
 import torch
@@ -28,8 +29,14 @@ STEPS, BATCH, LR = 6, 2, 1e-2
 
 def groups(model) -> list[dict]:
     params = list(model.parameters())
-    return [{"params": [p for p in params if p.dim() > 1], "weight_decay": 0.1},
-            {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0, "lr": LR / 2}]
+    return [
+        {"params": [p for p in params if p.dim() > 1], "weight_decay": 0.1},
+        {
+            "params": [p for p in params if p.dim() <= 1],
+            "weight_decay": 0.0,
+            "lr": LR / 2,
+        },
+    ]
 
 
 def scheduler_for(optimizer, kind: str):
@@ -74,16 +81,23 @@ def stepped_lrs(optimizer) -> list:
     if not isinstance(optimizer, ShardedOptimizer):
         return [g["lr"] for g in optimizer.param_groups]
     mine = optimizer.local_group
-    return [optimizer.local.param_groups[mine[i]]["lr"] if i in mine else None
-            for i in range(len(optimizer.param_groups))]
+    return [
+        optimizer.local.param_groups[mine[i]]["lr"] if i in mine else None
+        for i in range(len(optimizer.param_groups))
+    ]
 
 
 def same_state(a: dict, b: dict) -> bool:
     """Two torch.optim state dicts hold the same groups and the same tensors, bit for bit."""
     if a["param_groups"] != b["param_groups"] or a["state"].keys() != b["state"].keys():
         return False
-    return all(torch.equal(torch.as_tensor(a["state"][i][k]), torch.as_tensor(b["state"][i][k]))
-               for i in a["state"] for k in a["state"][i])
+    return all(
+        torch.equal(
+            torch.as_tensor(a["state"][i][k]), torch.as_tensor(b["state"][i][k])
+        )
+        for i in a["state"]
+        for k in a["state"][i]
+    )
 
 
 def main() -> None:
@@ -100,8 +114,14 @@ def main() -> None:
         first = train(*sharded, range(half), me)
         sharded[1].consolidate_state_dict(to=0)
         if me.rank == 0:
-            torch.save({"model": sharded[0].state_dict(), "optimizer": sharded[1].state_dict(),
-                        "scheduler": sharded[2].state_dict()}, path)
+            torch.save(
+                {
+                    "model": sharded[0].state_dict(),
+                    "optimizer": sharded[1].state_dict(),
+                    "scheduler": sharded[2].state_dict(),
+                },
+                path,
+            )
         torch.distributed.barrier()
         second = train(*sharded, range(half, STEPS), me)
         resumed = build(cli.scheduler, sharded=True)
@@ -111,12 +131,23 @@ def main() -> None:
         resumed[2].load_state_dict(saved["scheduler"])
         after = train(*resumed, range(half, STEPS), me)
         sharded[1].consolidate_state_dict(to=None)
-    zb.report(expected_lrs=expected["lrs"], lrs=first["lrs"] + second["lrs"], resumed_lrs=after["lrs"],
-              sharded_diff=(flat_weights(sharded[0]) - flat_weights(reference[0])).abs().max().item(),
-              resumed_diff=(flat_weights(resumed[0]) - flat_weights(sharded[0])).abs().max().item(),
-              resumed_losses_equal=after["losses"] == second["losses"],
-              state_equal=same_state(sharded[1].state_dict(), reference[1].state_dict()),
-              closure_losses=first["losses"], owned=[len(o) for o in sharded[1].owned])
+    zb.report(
+        expected_lrs=expected["lrs"],
+        lrs=first["lrs"] + second["lrs"],
+        resumed_lrs=after["lrs"],
+        sharded_diff=(flat_weights(sharded[0]) - flat_weights(reference[0]))
+        .abs()
+        .max()
+        .item(),
+        resumed_diff=(flat_weights(resumed[0]) - flat_weights(sharded[0]))
+        .abs()
+        .max()
+        .item(),
+        resumed_losses_equal=after["losses"] == second["losses"],
+        state_equal=same_state(sharded[1].state_dict(), reference[1].state_dict()),
+        closure_losses=first["losses"],
+        owned=[len(o) for o in sharded[1].owned],
+    )
 
 
 if __name__ == "__main__":

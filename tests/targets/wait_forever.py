@@ -1,4 +1,5 @@
 """Rank 1 never reaches the all_reduce (it sleeps); the others wait for it in the collective."""
+
 import time
 
 import torch

@@ -6,6 +6,7 @@
 
 Reported by every rank: each run's largest weight difference from its DDP and its units' dtypes.
 """
+
 import argparse
 
 import torch
@@ -29,12 +30,18 @@ class MixedLayout(nn.Module):
     def __init__(self, config: GPTConfig, dtype):
         super().__init__()
         body = GPT(config)
-        self.embed, self.blocks, self.positions = body.embed.to(dtype), body.blocks.to(dtype), body.positions
+        self.embed, self.blocks, self.positions = (
+            body.embed.to(dtype),
+            body.blocks.to(dtype),
+            body.positions,
+        )
         self.norm = nn.RMSNorm(config.hidden)  # stays fp32
         self.head = nn.Linear(config.hidden, config.vocab, bias=False).to(dtype)
 
     def forward(self, tokens):
-        x = self.embed(tokens) + self.positions[: tokens.shape[1]].to(self.embed.weight.dtype)
+        x = self.embed(tokens) + self.positions[: tokens.shape[1]].to(
+            self.embed.weight.dtype
+        )
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x.float()).to(x.dtype))
@@ -62,7 +69,13 @@ def mixed(dtype, me: zb.Rank) -> dict:
         if method == "ddp":
             optimizer = MixedPrecisionAdamW(model.parameters(), lr=1e-2)
         else:
-            optimizer = Zero3(model, (Block, nn.Embedding, nn.Linear), torch.optim.AdamW, lr=1e-2, weight_decay=0.01)
+            optimizer = Zero3(
+                model,
+                (Block, nn.Embedding, nn.Linear),
+                torch.optim.AdamW,
+                lr=1e-2,
+                weight_decay=0.01,
+            )
         runs[method] = train(model, optimizer, me, method == "ddp")
         if method == "zero3":
             units = {u.name: str(u.flat.flat.dtype) for u in optimizer.units}
@@ -87,9 +100,12 @@ def main() -> None:
     argparse.ArgumentParser().parse_args()
     me = zb.setup(verbose=False)
     with ordered_sums():
-        report = {"bfloat16": mixed(torch.bfloat16, me), "float16": mixed(torch.float16, me),
-                  "sgd": any_optimizer(torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}, me),
-                  "adamw": any_optimizer(torch.optim.AdamW, {"lr": 1e-2}, me)}
+        report = {
+            "bfloat16": mixed(torch.bfloat16, me),
+            "float16": mixed(torch.float16, me),
+            "sgd": any_optimizer(torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}, me),
+            "adamw": any_optimizer(torch.optim.AdamW, {"lr": 1e-2}, me),
+        }
     zb.report(**report)
 
 

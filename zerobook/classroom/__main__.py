@@ -9,6 +9,7 @@
 The course directory (nbgrader's root) is `_build/nbgrader` unless --root says otherwise; the
 instructor notebooks stay in `labs/`, which `labs/nbgrader_config.py` makes nbgrader's source.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,15 +27,30 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m zerobook.classroom")
     parser.add_argument("step", choices=["release", "grade", "book"])
     parser.add_argument("--labs", type=Path, default=Path("labs"))
-    parser.add_argument("--root", type=Path, default=Path(os.environ.get(COURSE_ROOT_ENV, "_build/nbgrader")))
-    parser.add_argument("--only", nargs="*", default=(), metavar="LAB", help="these labs only")
-    parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once")
-    parser.add_argument("--all", action="store_true", help="regrade unchanged submissions too")
-    parser.add_argument("--no-sandbox", action="store_true",
-                        help="grade without bubblewrap: students' code can then read and change the course")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path(os.environ.get(COURSE_ROOT_ENV, "_build/nbgrader")),
+    )
+    parser.add_argument(
+        "--only", nargs="*", default=(), metavar="LAB", help="these labs only"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="submissions graded at once"
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="regrade unchanged submissions too"
+    )
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="grade without bubblewrap: students' code can then read and change the course",
+    )
     cli = parser.parse_args(argv)
     if cli.step == "book":
-        print(f"student versions of {len(book_labs(cli.labs.resolve(), BOOK_LABS))} labs in {BOOK_LABS}")
+        print(
+            f"student versions of {len(book_labs(cli.labs.resolve(), BOOK_LABS))} labs in {BOOK_LABS}"
+        )
         return
     cli.root.mkdir(parents=True, exist_ok=True)
     if cli.step == "release":
@@ -42,14 +58,24 @@ def main(argv=None) -> None:
         return
     why = None if cli.no_sandbox else available()
     if why:
-        sys.exit(f"not grading: {why}. Students' code would run with your rights, able to read the solutions "
-                 "and other submissions and to rewrite the gradebook. Install it, or pass --no-sandbox to "
-                 "grade trusted notebooks anyway.")
-    _, outcomes = grade(cli.labs.resolve(), cli.root.resolve(), cli.only, jobs=cli.jobs,
-                                  everyone=cli.all, sandboxed=not cli.no_sandbox)
+        sys.exit(
+            f"not grading: {why}. Students' code would run with your rights, able to read the solutions "
+            "and other submissions and to rewrite the gradebook. Install it, or pass --no-sandbox to "
+            "grade trusted notebooks anyway."
+        )
+    _, outcomes = grade(
+        cli.labs.resolve(),
+        cli.root.resolve(),
+        cli.only,
+        jobs=cli.jobs,
+        everyone=cli.all,
+        sandboxed=not cli.no_sandbox,
+    )
     failures = [o for o in outcomes if o.failure]
     if failures:
-        sys.exit(f"{len(failures)} submission(s) could not be graded (listed above); everyone else was")
+        sys.exit(
+            f"{len(failures)} submission(s) could not be graded (listed above); everyone else was"
+        )
 
 
 if __name__ == "__main__":

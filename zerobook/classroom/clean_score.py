@@ -10,6 +10,7 @@ WORKDIR (the student's code is written there; the sandboxes may write there) mus
 this submission; RESULT.json (outside it): {grade_id: {"points", "score", "error"}} for every
 autograded cell, or {"error": why} for a submission that is not a notebook.
 """
+
 from __future__ import annotations
 
 import ast
@@ -24,8 +25,11 @@ from pathlib import Path
 
 from zerobook import grading
 from zerobook.classroom import sandbox
+
 CELL_TIMEOUT_ENV = "ZEROBOOK_CELL_TIMEOUT"
-CELL_TIMEOUT_S = 600  # a graded cell unless the grader says (its launches stop themselves sooner)
+CELL_TIMEOUT_S = (
+    600  # a graded cell unless the grader says (its launches stop themselves sooner)
+)
 CALL_TIMEOUT_S = 60  # one call of a notebook function in the sandbox
 
 
@@ -56,8 +60,11 @@ def cells_of(notebook: dict) -> list[tuple[str, dict, str]]:
 
 def student_sources(submitted: dict) -> dict[str, str]:
     """grade_id -> source of each cell the student writes (solutions and the rank script)."""
-    return {meta["grade_id"]: source for kind, meta, source in cells_of(submitted)
-            if kind in ("solution", "rank_script") and "grade_id" in meta}
+    return {
+        meta["grade_id"]: source
+        for kind, meta, source in cells_of(submitted)
+        if kind in ("solution", "rank_script") and "grade_id" in meta
+    }
 
 
 def write_rank_script(source: str, workdir: Path) -> None:
@@ -65,14 +72,25 @@ def write_rank_script(source: str, workdir: Path) -> None:
     byte for byte as the cell writes it (so that the kernel's launches replay: zerobook.run_cache)."""
     first, _, body = source.partition("\n")
     parts = first.split()
-    if len(parts) == 2 and parts[0] == "%%writefile" and "/" not in parts[1] and not parts[1].startswith("."):
-        (workdir / parts[1]).write_text(body if body.endswith("\n") else body + "\n")  # as IPython writes it
+    if (
+        len(parts) == 2
+        and parts[0] == "%%writefile"
+        and "/" not in parts[1]
+        and not parts[1].startswith(".")
+    ):
+        (workdir / parts[1]).write_text(
+            body if body.endswith("\n") else body + "\n"
+        )  # as IPython writes it
 
 
 def defined_functions(source: str) -> list[str]:
     """Top-level function names a cell defines (nothing, if it does not parse)."""
     try:
-        return [n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        return [
+            n.name
+            for n in ast.parse(source).body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
     except SyntaxError:
         return []
 
@@ -84,12 +102,22 @@ class FunctionServer:
 
     def __init__(self, setup: str, student: str, workdir: Path):
         argv = sandbox.command([sys.executable, "-c", SERVER], writable=[str(workdir)])
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, start_new_session=True, preexec_fn=sandbox.set_limits)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+            preexec_fn=sandbox.set_limits,
+        )
         self.send({"setup": setup, "student": student})
         try:
             self.started = self.receive()
-        except (TimeoutError, RuntimeError) as exc:  # it looped, or ended the process, before defining anything
+        except (
+            TimeoutError,
+            RuntimeError,
+        ) as exc:  # it looped, or ended the process, before defining anything
             self.started = {"ok": False, "error": str(exc)}
 
     def send(self, message: dict) -> None:
@@ -98,7 +126,9 @@ class FunctionServer:
 
     def receive(self) -> dict:
         def expired(*_):
-            raise TimeoutError(f"a notebook function ran longer than {CALL_TIMEOUT_S} s")
+            raise TimeoutError(
+                f"a notebook function ran longer than {CALL_TIMEOUT_S} s"
+            )
 
         old = signal.signal(signal.SIGALRM, expired)
         signal.alarm(CALL_TIMEOUT_S)
@@ -108,17 +138,25 @@ class FunctionServer:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
         if not line:
-            raise RuntimeError("your notebook's code ended the process (os._exit, a crash or a kill)")
+            raise RuntimeError(
+                "your notebook's code ended the process (os._exit, a crash or a kill)"
+            )
         return json.loads(line)
 
     def call(self, name: str, args, kwargs):
         if not self.started.get("ok"):
-            raise RuntimeError(f"your notebook's code did not run: {self.started.get('error')}")
+            raise RuntimeError(
+                f"your notebook's code did not run: {self.started.get('error')}"
+            )
         self.send({"call": name, "args": list(args), "kwargs": kwargs})
         reply = self.receive()
         if "error" in reply:
             kind = getattr(builtins, reply["type"], None)
-            kind = kind if isinstance(kind, type) and issubclass(kind, Exception) else RuntimeError
+            kind = (
+                kind
+                if isinstance(kind, type) and issubclass(kind, Exception)
+                else RuntimeError
+            )
             raise kind(reply["error"])
         return reply["value"]
 
@@ -127,7 +165,7 @@ class FunctionServer:
         self.proc.wait()
 
 
-SERVER = r'''
+SERVER = r"""
 import json, os, sys
 channel = os.fdopen(os.dup(1), "w")  # the replies; print() goes to stderr, not here
 os.dup2(2, 1)
@@ -149,7 +187,7 @@ for line in sys.stdin:
         reply = json.dumps({"error": f"{exc}", "type": type(exc).__name__})
     channel.write(reply + "\n")
     channel.flush()
-'''
+"""
 
 
 def run_cell(source: str, namespace: dict) -> str | None:
@@ -187,10 +225,16 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
         submitted = json.loads(Path(submitted_path).read_text())
         theirs = student_sources(submitted)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return {"error": f"the submission is not a notebook ({type(exc).__name__}: {exc})"[:500]}
+        return {
+            "error": f"the submission is not a notebook ({type(exc).__name__}: {exc})"[
+                :500
+            ]
+        }
     source = json.loads((Path(labs) / lab / f"{lab}.ipynb").read_text())
     os.chdir(workdir)
-    grading.sandbox_ranks(sandbox.RankSandbox([workdir]))  # the ranks see only this folder
+    grading.sandbox_ranks(
+        sandbox.RankSandbox([workdir])
+    )  # the ranks see only this folder
     namespace, setup, results, server = {"__name__": "__main__"}, [], {}, None
     try:
         for kind, meta, code in cells_of(source):
@@ -201,16 +245,28 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
                 write_rank_script(theirs.get("rank_script", ""), workdir)
             elif kind == "solution":
                 student = theirs.get(meta.get("grade_id"), "")
-                server = server or FunctionServer("\n".join(setup), "\n".join(
-                    theirs[m.get("grade_id")] for k, m, _ in cells_of(source) if k == "solution" and m.get("grade_id") in theirs), workdir)
+                server = server or FunctionServer(
+                    "\n".join(setup),
+                    "\n".join(
+                        theirs[m.get("grade_id")]
+                        for k, m, _ in cells_of(source)
+                        if k == "solution" and m.get("grade_id") in theirs
+                    ),
+                    workdir,
+                )
                 for name in defined_functions(student):
                     namespace[name] = lambda *a, _n=name, **k: server.call(_n, a, k)
             elif kind == "test":
                 start = time.monotonic()
                 error = run_cell(code, namespace)
                 points = float(meta.get("points", 0))
-                results[meta["grade_id"]] = {"points": points, "score": 0.0 if error else points, "error": error,
-                                             "seconds": time.monotonic() - start, "launches": code.count("run_part(")}
+                results[meta["grade_id"]] = {
+                    "points": points,
+                    "score": 0.0 if error else points,
+                    "error": error,
+                    "seconds": time.monotonic() - start,
+                    "launches": code.count("run_part("),
+                }
     finally:
         if server:
             server.close()
@@ -220,7 +276,11 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
 def main(argv: list[str]) -> None:
     labs, lab, submitted, workdir, result = argv
     result = Path(result).resolve()  # before score() moves into the workdir
-    result.write_text(json.dumps(score(Path(labs), lab, Path(submitted).resolve(), Path(workdir).resolve())))
+    result.write_text(
+        json.dumps(
+            score(Path(labs), lab, Path(submitted).resolve(), Path(workdir).resolve())
+        )
+    )
 
 
 if __name__ == "__main__":

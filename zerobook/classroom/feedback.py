@@ -8,6 +8,7 @@ from (their failure messages stay) and caps each output; `tampered_tests` names 
 student edited; `failure_page` and `zero_rows` give a submission that could not be graded its
 reason and its 0.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,7 +21,9 @@ from pathlib import Path
 AWAITING = "awaiting manual grading"
 MAX_OUTPUT_CHARS = 20_000  # one output of the feedback; a flood is cut, saying so
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
-HIDDEN_LINES = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)  # as nbgrader releases
+HIDDEN_LINES = re.compile(
+    r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S
+)  # as nbgrader releases
 
 
 def test_cells(notebook: dict) -> dict[str, dict]:
@@ -28,7 +31,11 @@ def test_cells(notebook: dict) -> dict[str, dict]:
     out = {}
     for cell in notebook["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell["cell_type"] == "code" and meta.get("grade") and not meta.get("solution"):
+        if (
+            cell["cell_type"] == "code"
+            and meta.get("grade")
+            and not meta.get("solution")
+        ):
             out[meta.get("grade_id")] = cell
     return out
 
@@ -48,8 +55,10 @@ def reconcile(root: Path, lab: str, student: str, clean: dict) -> list[str]:
             grade.manual_score = None if agree else result["score"]
             if not agree:
                 why = f" ({result['error']})" if result["error"] else ""
-                flags.append(f"{grade.name}: nbgrader's run scored {grade.auto_score:g}, the clean run "
-                             f"{result['score']:g}{why}; the clean score counts")
+                flags.append(
+                    f"{grade.name}: nbgrader's run scored {grade.auto_score:g}, the clean run "
+                    f"{result['score']:g}{why}; the clean score counts"
+                )
         gradebook.db.commit()
     return flags
 
@@ -57,11 +66,21 @@ def reconcile(root: Path, lab: str, student: str, clean: dict) -> list[str]:
 def tampered_tests(root: Path, lab: str, notebook_path: Path) -> list[str]:
     """Test cells whose source differs from the released notebook's (the edit changes nothing:
     tests run from the course's notebook, but the instructor should know)."""
-    released = test_cells(json.loads((root / "release" / lab / f"{lab}.ipynb").read_text()))
+    released = test_cells(
+        json.loads((root / "release" / lab / f"{lab}.ipynb").read_text())
+    )
     theirs = test_cells(json.loads(Path(notebook_path).read_text()))
-    shown = lambda cell: HIDDEN_LINES.sub("", "".join(cell.get("source", ""))).strip()  # as released
-    changed = [gid for gid, cell in released.items() if gid not in theirs or shown(theirs[gid]) != shown(cell)]
-    return [f"test cell {gid} was edited or removed in the submission" for gid in changed]
+    shown = lambda cell: HIDDEN_LINES.sub(
+        "", "".join(cell.get("source", ""))
+    ).strip()  # as released
+    changed = [
+        gid
+        for gid, cell in released.items()
+        if gid not in theirs or shown(theirs[gid]) != shown(cell)
+    ]
+    return [
+        f"test cell {gid} was edited or removed in the submission" for gid in changed
+    ]
 
 
 def scrub(autograded: Path) -> None:
@@ -75,10 +94,15 @@ def scrub(autograded: Path) -> None:
         if cell["cell_type"] != "code":
             continue
         if any(cell is c for c in tests.values()):
-            cell["source"] = HIDDEN.sub("### hidden tests: not shown (their failures are) ###", "".join(cell["source"]))
+            cell["source"] = HIDDEN.sub(
+                "### hidden tests: not shown (their failures are) ###",
+                "".join(cell["source"]),
+            )
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
-                    output["traceback"] = [f"{output.get('ename')}: {output.get('evalue', '')}"[:2_000]]
+                    output["traceback"] = [
+                        f"{output.get('ename')}: {output.get('evalue', '')}"[:2_000]
+                    ]
         cell["outputs"] = [cap(o) for o in cell.get("outputs", [])]
     autograded.write_text(json.dumps(notebook, indent=1))
 
@@ -87,14 +111,23 @@ def cap(output: dict) -> dict:
     """One output with its text cut to MAX_OUTPUT_CHARS, saying how much was cut."""
     for key in ("text",):
         if key in output:
-            text = "".join(output[key]) if isinstance(output[key], list) else output[key]
+            text = (
+                "".join(output[key]) if isinstance(output[key], list) else output[key]
+            )
             if len(text) > MAX_OUTPUT_CHARS:
-                output[key] = text[:MAX_OUTPUT_CHARS] + f"\n[... {len(text) - MAX_OUTPUT_CHARS:,} more characters cut]\n"
+                output[key] = (
+                    text[:MAX_OUTPUT_CHARS]
+                    + f"\n[... {len(text) - MAX_OUTPUT_CHARS:,} more characters cut]\n"
+                )
     data = output.get("data", {})
     for kind, value in list(data.items()):
         text = "".join(value) if isinstance(value, list) else value
         if isinstance(text, str) and len(text) > MAX_OUTPUT_CHARS * 10:
-            data[kind] = f"[an output of {len(text):,} characters was left out]" if kind.startswith("text") else ""
+            data[kind] = (
+                f"[an output of {len(text):,} characters was left out]"
+                if kind.startswith("text")
+                else ""
+            )
             if not kind.startswith("text"):
                 del data[kind]
     return output
@@ -104,22 +137,33 @@ def failure_page(root: Path, student: str, lab: str, reason: str) -> None:
     """A feedback page for a submission that could not be graded: why, and that it scored 0."""
     page = root / "feedback" / student / lab / f"{lab}.html"
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(f"<html><body><h1>{escape(lab)}: not graded</h1><p>Your submission could not be graded, "
-                    f"so it scores 0: {escape(reason[:2_000])}</p><p>Fix it, run every cell from the top, save, "
-                    f"and submit again.</p></body></html>\n")
+    page.write_text(
+        f"<html><body><h1>{escape(lab)}: not graded</h1><p>Your submission could not be graded, "
+        f"so it scores 0: {escape(reason[:2_000])}</p><p>Fix it, run every cell from the top, save, "
+        f"and submit again.</p></body></html>\n"
+    )
 
 
 def zero_rows(scores: Path, failed: list[tuple[str, str]]) -> None:
     """grades.csv: score 0 for each (student, lab) that could not be graded, present or not."""
     rows = list(csv.DictReader(scores.open())) if scores.exists() else []
-    fields = list(rows[0]) if rows else ["assignment", "student_id", "score", "max_score"]
+    fields = (
+        list(rows[0]) if rows else ["assignment", "student_id", "score", "max_score"]
+    )
     failed_keys = {(lab, student) for student, lab in failed}
     for row in rows:
         if (row["assignment"], row["student_id"]) in failed_keys:
             row["score"] = "0.0"
     have = {(r["assignment"], r["student_id"]) for r in rows}
-    rows += [{**{f: "" for f in fields}, "assignment": lab, "student_id": student, "score": "0.0"}
-             for lab, student in sorted(failed_keys - have)]
+    rows += [
+        {
+            **{f: "" for f in fields},
+            "assignment": lab,
+            "student_id": student,
+            "score": "0.0",
+        }
+        for lab, student in sorted(failed_keys - have)
+    ]
     with scores.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
@@ -195,15 +239,22 @@ def awaiting_column(scores: Path, root: Path, failed=()) -> None:
 
 def summarize(outcomes: list, unchanged: int, scores: Path, root: Path) -> None:
     """What `grade` prints at the end: each submission's outcome, its flags and failure."""
-    print(f"graded {len(outcomes)} submission(s); {unchanged} unchanged since last graded (--all regrades them)")
+    print(
+        f"graded {len(outcomes)} submission(s); {unchanged} unchanged since last graded (--all regrades them)"
+    )
     print(f"scores: {scores}\nfeedback: {root / 'feedback'}")
     for o in outcomes:
         used = ", ".join(f"{k} {v}" for k, v in o.peak.items())
         done = "not graded" if o.failure else "graded"
-        waiting = "".join(f"; {gid} ({points:g} points) {AWAITING}"
-                          for gid, points in o.awaiting.items())
-        print(f"{o.student} / {o.lab}: {done} in {o.seconds:.0f} s"
-              + (f" (at most: {used})" if used else "") + waiting)
+        waiting = "".join(
+            f"; {gid} ({points:g} points) {AWAITING}"
+            for gid, points in o.awaiting.items()
+        )
+        print(
+            f"{o.student} / {o.lab}: {done} in {o.seconds:.0f} s"
+            + (f" (at most: {used})" if used else "")
+            + waiting
+        )
         for flag in o.flags:
             print(f"FLAGGED: {o.student} / {o.lab}: {flag}")
         if o.failure:

@@ -3,6 +3,7 @@ directory, its kernels (when grading) in the classroom's sandbox.
 
     nbgrader(labs, root, "generate_assignment", "ring_allreduce", "--force")
 """
+
 from __future__ import annotations
 
 import os
@@ -15,35 +16,73 @@ from zerobook import run_cache
 from zerobook.grading import COURSE_ROOT_ENV, PART_TIMEOUT_ENV
 
 SUBMISSION_TIMEOUT_S = 1800  # one student's lab, autograde and clean run each (cells stop themselves sooner)
-QUIET = ("Checksum for grade cell", "has changed!")  # nbgrader's warning for every hidden test: noise
+QUIET = (
+    "Checksum for grade cell",
+    "has changed!",
+)  # nbgrader's warning for every hidden test: noise
 
 
 class StepFailed(RuntimeError):
     """An nbgrader command failed; the message is the end of what it printed."""
 
 
-def nbgrader(labs: Path, root: Path, *args: str, sandbox: Path | None = None, timeout=SUBMISSION_TIMEOUT_S,
-             part_s=None, replays: str | None = None, job: dict | None = None) -> str:
+def nbgrader(
+    labs: Path,
+    root: Path,
+    *args: str,
+    sandbox: Path | None = None,
+    timeout=SUBMISSION_TIMEOUT_S,
+    part_s=None,
+    replays: str | None = None,
+    job: dict | None = None,
+) -> str:
     """Run one nbgrader command in labs/ (its config) on course directory `root`, kernels in
     `sandbox`'s kernelspec (zerobook.classroom.sandbox) if given, launches stopped after `part_s`; its
     output; StepFailed if it fails. job: the grading job's environment."""
     bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-               **{COURSE_ROOT_ENV: str(root.resolve())}, **({PART_TIMEOUT_ENV: str(part_s)} if part_s else {}),
-               **({run_cache.CACHE_ENV: replays} if replays else {}), **(job or {}))
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        **{COURSE_ROOT_ENV: str(root.resolve())},
+        **({PART_TIMEOUT_ENV: str(part_s)} if part_s else {}),
+        **({run_cache.CACHE_ENV: replays} if replays else {}),
+        **(job or {}),
+    )
     extra = []
     with tempfile.TemporaryDirectory(prefix="zerobook-kernel-") as runtime:
-        if sandbox is not None:  # ipc sockets in a folder of this call's own: the kernel has no network
+        if (
+            sandbox is not None
+        ):  # ipc sockets in a folder of this call's own: the kernel has no network
             env.update(JUPYTER_PATH=str(sandbox), JUPYTER_RUNTIME_DIR=runtime)
-            extra = ["--KernelManager.transport=ipc", f"--KernelManager.ip={runtime}/kernel"]
+            extra = [
+                "--KernelManager.transport=ipc",
+                f"--KernelManager.ip={runtime}/kernel",
+            ]
         try:
-            done = subprocess.run([sys.executable, "-m", "nbgrader", *args, *extra], cwd=labs, env=env,
-                                  capture_output=True, text=True, timeout=timeout)
+            done = subprocess.run(
+                [sys.executable, "-m", "nbgrader", *args, *extra],
+                cwd=labs,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
-            raise StepFailed(f"nbgrader {args[0]} took longer than {timeout} s: a cell that would not stop "
-                             "(an infinite loop that ignores interrupts?)") from None
-    output = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if not any(q in line for q in QUIET))
+            raise StepFailed(
+                f"nbgrader {args[0]} took longer than {timeout} s: a cell that would not stop "
+                "(an infinite loop that ignores interrupts?)"
+            ) from None
+    output = "\n".join(
+        line
+        for line in (done.stdout + done.stderr).splitlines()
+        if not any(q in line for q in QUIET)
+    )
     if done.returncode:
-        errors = [line for line in output.splitlines() if "[ERROR]" in line or "Error" in line]
-        raise StepFailed("; ".join(errors[-3:])[-1_000:] or f"nbgrader {args[0]} exited {done.returncode}")
+        errors = [
+            line for line in output.splitlines() if "[ERROR]" in line or "Error" in line
+        ]
+        raise StepFailed(
+            "; ".join(errors[-3:])[-1_000:]
+            or f"nbgrader {args[0]} exited {done.returncode}"
+        )
     return output

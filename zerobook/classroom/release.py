@@ -1,8 +1,9 @@
 """Student versions of the labs: for students (nbgrader's release) and for the book's Labs part.
 
-    python -m zerobook.classroom release [--only LAB ...]   # -> _build/nbgrader/release/LAB/
-    python -m zerobook.classroom book                       # -> book/labs/LAB.ipynb
+python -m zerobook.classroom release [--only LAB ...]   # -> _build/nbgrader/release/LAB/
+python -m zerobook.classroom book                       # -> book/labs/LAB.ipynb
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +11,9 @@ from pathlib import Path
 from zerobook.classroom.nbgrader_app import nbgrader
 from zerobook.classroom.tutor_files import write_tutor_files
 
-BOOK_LABS = Path("book/labs")  # the book's "Labs" part (git-ignored: `make book` writes it)
+BOOK_LABS = Path(
+    "book/labs"
+)  # the book's "Labs" part (git-ignored: `make book` writes it)
 
 
 def release_lab(labs: Path, root: Path, lab: str) -> str:
@@ -35,14 +38,18 @@ def release(labs: Path, root: Path, only=()) -> None:
     print(f"released to {root / 'release'}")
 
 
-
 def student_version(labs: Path, lab: str):
     """Lab `lab`'s student notebook as `release` makes it, in this process (nbgrader's own
     preprocessors, labs/nbgrader_config.py's settings): solutions replaced by the stub, hidden
     tests and mark schemes removed, outputs cleared. Measured on 2 cores: 1.5 s for the six labs
     (mostly importing nbgrader), against 14 s for `release`'s nbgrader run."""
     import nbformat
-    from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, ClearOutput, ClearSolutions
+    from nbgrader.preprocessors import (
+        ClearHiddenTests,
+        ClearMarkScheme,
+        ClearOutput,
+        ClearSolutions,
+    )
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(labs)).load_config()

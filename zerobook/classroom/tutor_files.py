@@ -3,12 +3,18 @@
 
     write_tutor_files(release / "zero3")   # AGENTS.md, CLAUDE.md, GEMINI.md, Copilot's, Cursor's
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
-TUTOR_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".github/copilot-instructions.md",
-               ".cursor/rules/tutor.mdc")  # where the common coding assistants look
+TUTOR_FILES = (
+    "AGENTS.md",
+    "CLAUDE.md",
+    "GEMINI.md",
+    ".github/copilot-instructions.md",
+    ".cursor/rules/tutor.mdc",
+)  # where the common coding assistants look
 
 
 def write_tutor_files(folder: Path) -> None:

@@ -16,6 +16,7 @@ reduce_dtype bf16 and fp32), `precision` (the trade-off: how far bf16- and fp32-
 are from float64-reduced ones, and the bytes each reduce-scatter moves), `prefetch` (how many all-gathers were issued when each block's forward began),
 `checkpoint` (save after 2 steps, load into a fresh model: state digests and the next loss).
 """
+
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -67,10 +68,16 @@ def step(model, optimizer, index: int, me: zb.Rank) -> float:
 def parity(student, me: zb.Rank) -> dict:
     with ordered_sums():
         runs = {"ours": our_model(me), "student": student_model(student, me)}
-        losses = {name: [step(*built, i, me) for i in range(STEPS)] for name, built in runs.items()}
+        losses = {
+            name: [step(*built, i, me) for i in range(STEPS)]
+            for name, built in runs.items()
+        }
     final = {name: full_weights(*built, torch.bfloat16) for name, built in runs.items()}
-    return {"losses": losses, "diff": (final["student"] - final["ours"]).abs().max().item(),
-            "weight_scale": final["ours"].abs().max().item()}
+    return {
+        "losses": losses,
+        "diff": (final["student"] - final["ours"]).abs().max().item(),
+        "weight_scale": final["ours"].abs().max().item(),
+    }
 
 
 def memory(student, me: zb.Rank) -> dict:
@@ -78,17 +85,29 @@ def memory(student, me: zb.Rank) -> dict:
     tokens = random_batch(CONFIG, BATCH, seed=me.rank).to(me.device)
     next_token_loss(model, tokens).backward()
     optimizer.step()
-    return {"kept": kept_bytes(model, optimizer), "num_params": sum(p.numel() for p in GPT(CONFIG).parameters()),
-            "units": [name or "root" for name, m in model.named_modules() if isinstance(m, FSDPModule)],
-            "blocks": [name for name, m in model.named_modules() if isinstance(m, Block)]}
+    return {
+        "kept": kept_bytes(model, optimizer),
+        "num_params": sum(p.numel() for p in GPT(CONFIG).parameters()),
+        "units": [
+            name or "root"
+            for name, m in model.named_modules()
+            if isinstance(m, FSDPModule)
+        ],
+        "blocks": [name for name, m in model.named_modules() if isinstance(m, Block)],
+    }
 
 
 def traffic(student, me: zb.Rank) -> dict:
     """Bytes per collective of one step: ours, and the student's with each reduce_dtype
     (`student_bf16`, `student_fp32`)."""
     sent = {}
-    builds = {"ours": partial(our_model, me),
-              **{f"student_{name}": partial(student_model, student, me, dtype) for name, dtype in REDUCE_DTYPES.items()}}
+    builds = {
+        "ours": partial(our_model, me),
+        **{
+            f"student_{name}": partial(student_model, student, me, dtype)
+            for name, dtype in REDUCE_DTYPES.items()
+        },
+    }
     for name, build in builds.items():
         built = build()
         step(*built, 0, me)  # FSDP2 initialises lazily in its first forward
@@ -107,25 +126,43 @@ def precision(student, me: zb.Rank) -> dict:
         model, _ = student_model(student, me, dtype)
         with CommMeter() as meter:
             next_token_loss(model, rank_batch(CONFIG, BATCH, 0, me)).backward()
-        shards[name] = torch.cat([local(p.grad).double().reshape(-1) for p in model.parameters()])
+        shards[name] = torch.cat(
+            [local(p.grad).double().reshape(-1) for p in model.parameters()]
+        )
         sent[name] = meter.summary().get("reduce_scatter_tensor", {}).get("bytes", 0)
     reference = shards.pop("fp64")
     scale = reference.abs().max().item()
-    return {"error": {name: (g - reference).abs().max().item() / scale for name, g in shards.items()},
-            "reduce_scatter_bytes": sent, "world_size": me.world_size}
+    return {
+        "error": {
+            name: (g - reference).abs().max().item() / scale
+            for name, g in shards.items()
+        },
+        "reduce_scatter_bytes": sent,
+        "world_size": me.world_size,
+    }
 
 
 def prefetch(student, me: zb.Rank) -> dict:
     """All-gathers issued before each block's forward began (a hook registered after FSDP2's)."""
     model, optimizer = student_model(student, me)
     step(model, optimizer, 0, me)
-    issued, blocks = {}, [(name, m) for name, m in model.named_modules() if isinstance(m, Block)]
+    issued, blocks = (
+        {},
+        [(name, m) for name, m in model.named_modules() if isinstance(m, Block)],
+    )
 
-    def count(name: str) -> None:  # a forward pre-hook must return None (else it replaces the input)
-        issued.setdefault(name, sum(e.op.startswith("all_gather") for e in meter.events))
+    def count(
+        name: str,
+    ) -> None:  # a forward pre-hook must return None (else it replaces the input)
+        issued.setdefault(
+            name, sum(e.op.startswith("all_gather") for e in meter.events)
+        )
 
     with CommMeter() as meter:
-        hooks = [m.register_forward_pre_hook(lambda mod, args, name=name: count(name)) for name, m in blocks]
+        hooks = [
+            m.register_forward_pre_hook(lambda mod, args, name=name: count(name))
+            for name, m in blocks
+        ]
         step(model, optimizer, 1, me)
     for hook in hooks:
         hook.remove()
@@ -142,10 +179,16 @@ def checkpoint(student, me: zb.Rank) -> dict:
     before = state_digests(model, optimizer)
     continued = step(model, optimizer, 2, me)
     fresh, fresh_optimizer = student_model(student, me)
-    step(fresh, fresh_optimizer, 5, me)  # a different state, to be overwritten by the load
+    step(
+        fresh, fresh_optimizer, 5, me
+    )  # a different state, to be overwritten by the load
     call_student(student, "load", fresh, fresh_optimizer, str(folder / "ckpt"))
-    return {"saved": before, "loaded": state_digests(fresh, fresh_optimizer),
-            "continued": continued, "resumed": step(fresh, fresh_optimizer, 2, me)}
+    return {
+        "saved": before,
+        "loaded": state_digests(fresh, fresh_optimizer),
+        "continued": continued,
+        "resumed": step(fresh, fresh_optimizer, 2, me),
+    }
 
 
 def broadcast_text(text, me: zb.Rank) -> str:
@@ -159,8 +202,14 @@ def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
     student = load_student(cli.student, WITHHELD)
-    parts = {"parity": parity, "memory": memory, "traffic": traffic, "precision": precision, "prefetch": prefetch,
-             "checkpoint": checkpoint}
+    parts = {
+        "parity": parity,
+        "memory": memory,
+        "traffic": traffic,
+        "precision": precision,
+        "prefetch": prefetch,
+        "checkpoint": checkpoint,
+    }
     zb.report(**parts[cli.part](student, me))
 
 

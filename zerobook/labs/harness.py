@@ -10,6 +10,7 @@ the student's code calls them (the harness's own calls still work), and `call_st
 refuses a graded function that is the course's code itself: a part that borrows the
 idea scores 0, saying why. A copy of the installed source is not stopped this way.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,12 +49,15 @@ def lab_params(**defaults):
     given = json.loads(os.environ.get(PARAMS_ENV) or "{}")
     unknown = sorted(set(given) - set(defaults))
     if unknown:
-        raise ValueError(f"hidden parameters {unknown}: this lab's harness takes "
-                         f"{sorted(defaults)}")
+        raise ValueError(
+            f"hidden parameters {unknown}: this lab's harness takes {sorted(defaults)}"
+        )
     for key, value in given.items():
         if type(value) is not type(defaults[key]):
-            raise TypeError(f"hidden parameter {key}={value!r}: a "
-                            f"{type(defaults[key]).__name__} like {defaults[key]!r}")
+            raise TypeError(
+                f"hidden parameter {key}={value!r}: a "
+                f"{type(defaults[key]).__name__} like {defaults[key]!r}"
+            )
     return {**defaults, **given}
 
 
@@ -63,13 +67,17 @@ def load_student(path: str, withheld=()):
     unavailable to it."""
     file = Path(path).resolve()
     if not file.is_file():
-        raise FileNotFoundError(f"student file {path!r} not found: run the cell that writes it")
+        raise FileNotFoundError(
+            f"student file {path!r} not found: run the cell that writes it"
+        )
     import zerobook
     from zerobook import dist, report_guard
 
     withhold(*withheld)
     harness = inspect.currentframe().f_back.f_globals
-    report_guard.guard(harness, owners=(zerobook, dist))  # from now on only the harness's code reports
+    report_guard.guard(
+        harness, owners=(zerobook, dist)
+    )  # from now on only the harness's code reports
     spec = importlib.util.spec_from_file_location("student", file)
     module = importlib.util.module_from_spec(spec)
     sys.modules["student"] = module
@@ -133,21 +141,27 @@ def call_student(module, name: str, *args):
         raise AttributeError(f"your file defines no function {name!r}")
     borrowed = course_origin(function)
     if borrowed:
-        raise Withheld(f"your {name} is {borrowed}, the course's own code: "
-                       "a graded function must be written in your file")
+        raise Withheld(
+            f"your {name} is {borrowed}, the course's own code: "
+            "a graded function must be written in your file"
+        )
     before = len(_taken)
     _calls[0] += 1
     try:
         result = function(*args)
     except SystemExit as exc:
-        raise RuntimeError(f"{name}() called sys.exit({exc.code!r}); return a value instead") from None
+        raise RuntimeError(
+            f"{name}() called sys.exit({exc.code!r}); return a value instead"
+        ) from None
     except NotImplementedError:
         raise NotImplementedError(f"{name}() is not implemented yet") from None
     finally:
         _calls[0] -= 1
     if len(_taken) > before:  # the student's code caught the refusal: still not its own
-        raise Withheld(f"{name}() called {_taken[before]}, the course's own "
-                       "implementation of what this part grades; write your own")
+        raise Withheld(
+            f"{name}() called {_taken[before]}, the course's own "
+            "implementation of what this part grades; write your own"
+        )
     return result
 
 

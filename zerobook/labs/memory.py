@@ -8,6 +8,7 @@ answer next to zerobook.measure's. Parts: `fp32` (torch.optim.AdamW), `mixed` (b
 grads, MixedPrecisionAdamW), `flat` (weights that are views into one padded flat buffer, as the
 ZeRO chapters will keep them).
 """
+
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
@@ -22,7 +23,9 @@ WITHHELD = ["zerobook.measure:unique_bytes", "zerobook.measure:model_state_bytes
 CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)
 
 
-ALIGN = 4096  # elements per shard boundary: shards start aligned, as real flat buffers do
+ALIGN = (
+    4096  # elements per shard boundary: shards start aligned, as real flat buffers do
+)
 
 
 def flatten_into_one_buffer(model: torch.nn.Module, world_size: int) -> torch.Tensor:
@@ -32,8 +35,8 @@ def flatten_into_one_buffer(model: torch.nn.Module, world_size: int) -> torch.Te
     flat = torch.zeros(numel + (-numel) % (world_size * ALIGN), dtype=params[0].dtype)
     offset = 0
     for p in params:
-        flat[offset:offset + p.numel()].copy_(p.detach().flatten())
-        p.data = flat[offset:offset + p.numel()].view_as(p)
+        flat[offset : offset + p.numel()].copy_(p.detach().flatten())
+        p.data = flat[offset : offset + p.numel()].view_as(p)
         offset += p.numel()
     return flat
 
@@ -47,8 +50,11 @@ def train_one_step(part: str, me: zb.Rank):
     if part == "flat":
         flatten_into_one_buffer(model, me.world_size)
     model = model.to(me.device)
-    optimizer = MixedPrecisionAdamW(model.parameters()) if part == "mixed" \
+    optimizer = (
+        MixedPrecisionAdamW(model.parameters())
+        if part == "mixed"
         else torch.optim.AdamW(model.parameters())
+    )
     ddp = DistributedDataParallel(model, gradient_as_bucket_view=True)
     next_token_loss(ddp, random_batch(CONFIG, 4, seed=me.rank).to(me.device)).backward()
     optimizer.step()
@@ -65,9 +71,15 @@ def main() -> None:
     states = list(measure.optimizer_tensors(optimizer))
     answer = call_student(student, "count_state_bytes", params, grads, states)
     reference = measure.model_state_bytes(model, optimizer)
-    zb.report(answer=answer, num_params=measure.num_params(model),
-              reference={"params": reference.params, "grads": reference.grads,
-                         "optimizer": reference.optimizer})
+    zb.report(
+        answer=answer,
+        num_params=measure.num_params(model),
+        reference={
+            "params": reference.params,
+            "grads": reference.grads,
+            "optimizer": reference.optimizer,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ fp32 and fp64 (small integers, so any order of addition gives the exact sum), an
 cases equal dist.all_reduce; `bytes` meters one all-reduce whose size N divides, and reports the
 bytes the rank sent point to point and any built-in collective it called.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -37,16 +38,25 @@ def main() -> None:
     me = zb.setup()
     student = load_student(cli.student, WITHHELD)
     if cli.part == "correct":
-        cases = {f"{str(dtype).split('.')[-1]}/{size}": check_case(student, size, dtype, me)
-                 for dtype in (torch.float32, torch.float64) for size in SIZES}
+        cases = {
+            f"{str(dtype).split('.')[-1]}/{size}": check_case(student, size, dtype, me)
+            for dtype in (torch.float32, torch.float64)
+            for size in SIZES
+        }
         zb.report(cases=cases)
         return
     tensor = torch.ones(me.world_size * 12_000, device=me.device)
     with CommMeter() as meter:
         call_student(student, "ring_all_reduce", tensor)
-    collectives = sorted(op for op in meter.summary() if op not in ("send", "isend", "recv", "irecv"))
-    zb.report(sent=meter.bytes_sent(), size_bytes=tensor.numel() * tensor.element_size(),
-              collectives=collectives, correct=bool((tensor == me.world_size).all()))
+    collectives = sorted(
+        op for op in meter.summary() if op not in ("send", "isend", "recv", "irecv")
+    )
+    zb.report(
+        sent=meter.bytes_sent(),
+        size_bytes=tensor.numel() * tensor.element_size(),
+        collectives=collectives,
+        correct=bool((tensor == me.world_size).all()),
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 Parts: `all_reduce` reports each rank's total; `gather` reports the list of what each rank saw
 and what this rank really is, so the notebook's tests can compare the two.
 """
+
 import socket
 
 import zerobook as zb
@@ -21,9 +22,15 @@ def main() -> None:
         total = call_student(student, "all_reduce_contributions", me.rank, me.device)
         zb.report(total=total)
     else:
-        seen = call_student(student, "gather_what_each_rank_sees", me.backend, me.device)
-        truth = {"rank": me.rank, "backend": me.backend, "device": me.device,
-                 "host": socket.gethostname()}
+        seen = call_student(
+            student, "gather_what_each_rank_sees", me.backend, me.device
+        )
+        truth = {
+            "rank": me.rank,
+            "backend": me.backend,
+            "device": me.device,
+            "host": socket.gethostname(),
+        }
         zb.report(seen=seen, truth=truth)
 
 

@@ -9,22 +9,51 @@ a model built from the course's own pieces (the calculator's bytes, the ring's t
 The step is scheduled as operations on a computation stream and a communication stream
 (zerobook.perfmodel.schedule); see zerobook.perfmodel.step for the assumptions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from zerobook import memory
-from zerobook.perfmodel.collectives import collective_seconds, critical_tokens_per_gpu, nccl_choice
-from zerobook.perfmodel.models import CHECKPOINTING, GPT3_175B, LLAMA3_8B, LLAMA3_70B, MODELS, ModelSpec
+from zerobook.perfmodel.collectives import (
+    collective_seconds,
+    critical_tokens_per_gpu,
+    nccl_choice,
+)
+from zerobook.perfmodel.models import (
+    CHECKPOINTING,
+    GPT3_175B,
+    LLAMA3_8B,
+    LLAMA3_70B,
+    MODELS,
+    ModelSpec,
+)
 from zerobook.perfmodel.schedule import Span
 from zerobook.perfmodel.step import OPTIMIZER_BYTES_PER_ELEMENT, Layout, StepProgram
 
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 ALLOCATOR_MARGIN = 0.10  # the caching allocator's fragmentation and the kernels' workspace: an assumption
-LOGIT_BYTES = 2 + 4  # per token per vocabulary entry: the 16-bit logits and the fp32 copy the loss takes
-COMPUTATIONS = ("forward", "backward", "optimizer step")  # a span's `what` when it computes; else it communicates
+LOGIT_BYTES = (
+    2 + 4
+)  # per token per vocabulary entry: the 16-bit logits and the fp32 copy the loss takes
+COMPUTATIONS = (
+    "forward",
+    "backward",
+    "optimizer step",
+)  # a span's `what` when it computes; else it communicates
 
-__all__ = ["collective_seconds", "critical_tokens_per_gpu", "nccl_choice", "GPT3_175B", "LLAMA3_70B", "LLAMA3_8B", "MODELS", "ModelSpec", "Prediction", "predict_step"]
+__all__ = [
+    "collective_seconds",
+    "critical_tokens_per_gpu",
+    "nccl_choice",
+    "GPT3_175B",
+    "LLAMA3_70B",
+    "LLAMA3_8B",
+    "MODELS",
+    "ModelSpec",
+    "Prediction",
+    "predict_step",
+]
 
 
 @dataclass(frozen=True)
@@ -44,84 +73,195 @@ class Prediction:
     timeline: list[Span]
 
 
-def check(model, hardware, world_size, gpus_per_node, stage, micro_batch, seq_len, checkpointing, dtype, shard_group):
+def check(
+    model,
+    hardware,
+    world_size,
+    gpus_per_node,
+    stage,
+    micro_batch,
+    seq_len,
+    checkpointing,
+    dtype,
+    shard_group,
+):
     """Clear errors for inputs the model cannot price."""
-    for name, value in (("world_size", world_size), ("gpus_per_node", gpus_per_node),
-                        ("micro_batch", micro_batch), ("seq_len", seq_len)):
+    for name, value in (
+        ("world_size", world_size),
+        ("gpus_per_node", gpus_per_node),
+        ("micro_batch", micro_batch),
+        ("seq_len", seq_len),
+    ):
         if not (isinstance(value, int) and value >= 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if world_size > gpus_per_node and world_size % gpus_per_node:
-        raise ValueError(f"world_size {world_size} is not a multiple of gpus_per_node {gpus_per_node}")
-    if shard_group is not None and (stage == 0 or shard_group < 1 or world_size % shard_group):
-        raise ValueError(f"shard_group {shard_group} must divide world_size {world_size} (and stage >= 1)")
+        raise ValueError(
+            f"world_size {world_size} is not a multiple of gpus_per_node {gpus_per_node}"
+        )
+    if shard_group is not None and (
+        stage == 0 or shard_group < 1 or world_size % shard_group
+    ):
+        raise ValueError(
+            f"shard_group {shard_group} must divide world_size {world_size} (and stage >= 1)"
+        )
     g = shard_group
-    if g is not None and (g > gpus_per_node and g % gpus_per_node or g < gpus_per_node and gpus_per_node % g):
-        raise ValueError(f"shard_group {g} must be whole nodes or divide a node of {gpus_per_node} GPUs")
+    if g is not None and (
+        g > gpus_per_node
+        and g % gpus_per_node
+        or g < gpus_per_node
+        and gpus_per_node % g
+    ):
+        raise ValueError(
+            f"shard_group {g} must be whole nodes or divide a node of {gpus_per_node} GPUs"
+        )
     if gpus_per_node > hardware.gpus_per_node:
-        raise ValueError(f"gpus_per_node {gpus_per_node} is more than {hardware.name}'s {hardware.gpus_per_node}")
-    if stage not in (0, 1, 2, 3) or checkpointing not in CHECKPOINTING or dtype not in ELEMENT_BYTES:
-        raise ValueError(f"stage must be 0-3, activation_checkpointing one of {CHECKPOINTING}, "
-                         f"dtype one of {list(ELEMENT_BYTES)}: got {stage!r}, {checkpointing!r}, {dtype!r}")
+        raise ValueError(
+            f"gpus_per_node {gpus_per_node} is more than {hardware.name}'s {hardware.gpus_per_node}"
+        )
+    if (
+        stage not in (0, 1, 2, 3)
+        or checkpointing not in CHECKPOINTING
+        or dtype not in ELEMENT_BYTES
+    ):
+        raise ValueError(
+            f"stage must be 0-3, activation_checkpointing one of {CHECKPOINTING}, "
+            f"dtype one of {list(ELEMENT_BYTES)}: got {stage!r}, {checkpointing!r}, {dtype!r}"
+        )
 
 
-def step_times(model: ModelSpec, hardware, tokens: int, seq_len: int, checkpointing, shard_elements: float) -> dict:
+def step_times(
+    model: ModelSpec,
+    hardware,
+    tokens: int,
+    seq_len: int,
+    checkpointing,
+    shard_elements: float,
+) -> dict:
     """Seconds of each computation of one micro-batch on one GPU."""
     rate = hardware.peak_flops * hardware.sustained
-    elementwise = tokens * model.hidden * hardware.elementwise_bytes / hardware.memory_bandwidth
+    elementwise = (
+        tokens * model.hidden * hardware.elementwise_bytes / hardware.memory_bandwidth
+    )
     forward = model.block_forward_flops(tokens, seq_len) / rate + elementwise
     root = model.root_forward_flops(tokens) / rate
     recompute = forward if checkpointing == "full" else 0.0
-    return {"block_forward": forward, "block_backward": 2 * forward + recompute, "root_forward": root,
-            "root_backward": 2 * root,
-            "optimizer": shard_elements * OPTIMIZER_BYTES_PER_ELEMENT / hardware.memory_bandwidth}
+    return {
+        "block_forward": forward,
+        "block_backward": 2 * forward + recompute,
+        "root_forward": root,
+        "root_backward": 2 * root,
+        "optimizer": shard_elements
+        * OPTIMIZER_BYTES_PER_ELEMENT
+        / hardware.memory_bandwidth,
+    }
 
 
-def peak_memory(model: ModelSpec, stage: int, group: int, tokens: int, checkpointing, prefetch: bool) -> dict:
+def peak_memory(
+    model: ModelSpec, stage: int, group: int, tokens: int, checkpointing, prefetch: bool
+) -> dict:
     """The terms of a GPU's peak: model states (the calculator, sharded over the group), the
     activations backward keeps, the logits, full 16-bit units gathered (stage 3), and a margin."""
     psi = model.num_params()
-    terms = {"model states": memory.model_state_bytes(psi, stage=stage, world_size=group).total,
-             "activations": model.layers * model.block_activation_bytes(tokens, checkpointing),
-             "logits": tokens * model.vocab * LOGIT_BYTES}
+    terms = {
+        "model states": memory.model_state_bytes(
+            psi, stage=stage, world_size=group
+        ).total,
+        "activations": model.layers
+        * model.block_activation_bytes(tokens, checkpointing),
+        "logits": tokens * model.vocab * LOGIT_BYTES,
+    }
     if checkpointing == "full":  # one block's activations while it is recomputed
         terms["activations"] += model.block_activation_bytes(tokens, None)
     if stage == 3:  # the root, and one block (two while the next is prefetched)
-        terms["gathered units"] = 2 * (model.root_params() + (2 if prefetch else 1) * model.block_params())
+        terms["gathered units"] = 2 * (
+            model.root_params() + (2 if prefetch else 1) * model.block_params()
+        )
     terms["allocator margin"] = ALLOCATOR_MARGIN * sum(terms.values())
     return terms
 
 
-def predict_step(model: ModelSpec, hardware, *, world_size: int, gpus_per_node: int, stage: int,
-                 micro_batch: int, seq_len: int, activation_checkpointing=None, prefetch: bool = True,
-                 dtype: str = "bf16", shard_group: int | None = None, allow_oom: bool = False,
-                 bucket_params: int | None = None) -> Prediction:
+def predict_step(
+    model: ModelSpec,
+    hardware,
+    *,
+    world_size: int,
+    gpus_per_node: int,
+    stage: int,
+    micro_batch: int,
+    seq_len: int,
+    activation_checkpointing=None,
+    prefetch: bool = True,
+    dtype: str = "bf16",
+    shard_group: int | None = None,
+    allow_oom: bool = False,
+    bucket_params: int | None = None,
+) -> Prediction:
     """One training step of `model` on `world_size` GPUs of `hardware` in nodes of
     `gpus_per_node`: DDP (stage 0) or ZeRO stage 1-3 sharding over all ranks, or over groups of
     `shard_group` (HSDP: replicated across groups). `micro_batch` sequences of `seq_len` tokens
     per GPU. Stages 0-2 reduce gradients per unit, or in buckets of `bucket_params` elements (DDP
     and our ZeRO-1/2; stage 3 always per unit). Raises ValueError on bad input, and when the step
     does not fit in the GPU's memory (unless allow_oom: then `fits` says so)."""
-    check(model, hardware, world_size, gpus_per_node, stage, micro_batch, seq_len, activation_checkpointing,
-          dtype, shard_group)
-    if bucket_params is not None and not (isinstance(bucket_params, int) and bucket_params >= 1):
-        raise ValueError(f"bucket_params must be a positive integer or None, got {bucket_params!r}")
+    check(
+        model,
+        hardware,
+        world_size,
+        gpus_per_node,
+        stage,
+        micro_batch,
+        seq_len,
+        activation_checkpointing,
+        dtype,
+        shard_group,
+    )
+    if bucket_params is not None and not (
+        isinstance(bucket_params, int) and bucket_params >= 1
+    ):
+        raise ValueError(
+            f"bucket_params must be a positive integer or None, got {bucket_params!r}"
+        )
     group = shard_group or world_size
     layout, tokens = Layout(world_size, gpus_per_node, group), micro_batch * seq_len
     shard = model.num_params() / (group if stage else 1)
-    times = step_times(model, hardware, tokens, seq_len, activation_checkpointing, shard)
-    program = StepProgram(model, hardware, layout, stage, times, ELEMENT_BYTES[dtype], prefetch,
-                          bucket_params).build()
+    times = step_times(
+        model, hardware, tokens, seq_len, activation_checkpointing, shard
+    )
+    program = StepProgram(
+        model,
+        hardware,
+        layout,
+        stage,
+        times,
+        ELEMENT_BYTES[dtype],
+        prefetch,
+        bucket_params,
+    ).build()
     timeline = program.schedule()
-    memory_terms = peak_memory(model, stage, group, tokens, activation_checkpointing, prefetch)
-    peak, fits = sum(memory_terms.values()), sum(memory_terms.values()) <= hardware.memory_bytes
+    memory_terms = peak_memory(
+        model, stage, group, tokens, activation_checkpointing, prefetch
+    )
+    peak, fits = (
+        sum(memory_terms.values()),
+        sum(memory_terms.values()) <= hardware.memory_bytes,
+    )
     if not fits and not allow_oom:
-        raise ValueError(f"{model.name} does not fit: {peak / 1e9:.1f} GB per GPU needed "
-                         f"({', '.join(f'{k} {v / 1e9:.1f}' for k, v in memory_terms.items())}), "
-                         f"{hardware.memory_bytes / 1e9:.0f} GB on the GPU")
+        raise ValueError(
+            f"{model.name} does not fit: {peak / 1e9:.1f} GB per GPU needed "
+            f"({', '.join(f'{k} {v / 1e9:.1f}' for k, v in memory_terms.items())}), "
+            f"{hardware.memory_bytes / 1e9:.0f} GB on the GPU"
+        )
     return summarize(model, hardware, timeline, tokens, seq_len, memory_terms, fits)
 
 
-def summarize(model, hardware, timeline: list[Span], tokens: int, seq_len: int, memory_terms: dict, fits: bool):
+def summarize(
+    model,
+    hardware,
+    timeline: list[Span],
+    tokens: int,
+    seq_len: int,
+    memory_terms: dict,
+    fits: bool,
+):
     """Busy times per stream, the step's length, what the computation waited for, MFU."""
     busy = {"compute": 0.0, "communication": 0.0}
     for span in timeline:
@@ -129,5 +269,15 @@ def summarize(model, hardware, timeline: list[Span], tokens: int, seq_len: int, 
         busy[kind] += span.end - span.start
     step = max(span.end for span in timeline)
     mfu = model.flops_per_token(seq_len) * tokens / (step * hardware.peak_flops)
-    return Prediction(busy["compute"], busy["communication"], step - busy["compute"], step,
-                      sum(memory_terms.values()), memory_terms, mfu, tokens / step, fits, timeline)
+    return Prediction(
+        busy["compute"],
+        busy["communication"],
+        step - busy["compute"],
+        step,
+        sum(memory_terms.values()),
+        memory_terms,
+        mfu,
+        tokens / step,
+        fits,
+        timeline,
+    )

@@ -8,6 +8,7 @@ and an MLP (SwiGLU: three h x ffn matrices; GELU: two), with two norms; the root
 embedding, the output layer (unless tied to the embedding), learned positions if any, and the
 final norm. Pure arithmetic.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,9 +36,13 @@ class ModelSpec:
     def __post_init__(self):
         for field in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab"):
             if not (isinstance(getattr(self, field), int) and getattr(self, field) > 0):
-                raise ValueError(f"{self.name}: {field} must be a positive integer, got {getattr(self, field)!r}")
+                raise ValueError(
+                    f"{self.name}: {field} must be a positive integer, got {getattr(self, field)!r}"
+                )
         if self.hidden % self.heads or self.heads % self.kv_heads:
-            raise ValueError(f"{self.name}: hidden must divide by heads and heads by kv_heads")
+            raise ValueError(
+                f"{self.name}: hidden must divide by heads and heads by kv_heads"
+            )
 
     @property
     def kv_dim(self) -> int:
@@ -57,7 +62,11 @@ class ModelSpec:
     def root_params(self) -> int:
         """Embedding, output layer (unless tied), learned positions, final norm."""
         h = self.hidden
-        return (1 if self.tied else 2) * self.vocab * h + self.positions * h + self.norm_params * h
+        return (
+            (1 if self.tied else 2) * self.vocab * h
+            + self.positions * h
+            + self.norm_params * h
+        )
 
     def num_params(self) -> int:
         return self.layers * self.block_params() + self.root_params()
@@ -65,17 +74,24 @@ class ModelSpec:
     def lookup_params(self) -> int:
         """Parameters only looked up, never multiplied: the input embedding (unless it is also the
         output layer) and learned positions."""
-        return (0 if self.tied else self.vocab * self.hidden) + self.positions * self.hidden
+        return (
+            0 if self.tied else self.vocab * self.hidden
+        ) + self.positions * self.hidden
 
     def flops_per_token(self, seq_len: int) -> float:
         """Training FLOPs per token (forward and backward, Kaplan et al.'s 6 per weight, and PaLM's
         12 L h s for attention's two products), the lookups left out as torchtitan does: the FLOPs
         MFU counts. Some reports count 6N with the embedding in; the difference is 6 x lookups."""
-        return 6 * (self.num_params() - self.lookup_params()) + 12 * self.layers * self.hidden * seq_len
+        return (
+            6 * (self.num_params() - self.lookup_params())
+            + 12 * self.layers * self.hidden * seq_len
+        )
 
     def block_forward_flops(self, tokens: float, seq_len: int) -> float:
         """One block's forward: 2 FLOPs per weight per token, and QK^T and AV (4 h s per token)."""
-        return 2 * self.block_matmul_params() * tokens + 4 * self.hidden * seq_len * tokens
+        return (
+            2 * self.block_matmul_params() * tokens + 4 * self.hidden * seq_len * tokens
+        )
 
     def root_forward_flops(self, tokens: float) -> float:
         """The output layer's forward (the embedding is a lookup: no FLOPs)."""
@@ -95,16 +111,42 @@ class ModelSpec:
         return (12 * h + 4 * self.kv_dim + 2 * (4 if self.gated else 2) * f) * tokens
 
 
-GPT3_175B = ModelSpec("GPT-3 175B", layers=96, hidden=12288, heads=96, kv_heads=96, ffn=4 * 12288, vocab=50257,
-                      gated=False, tied=True, biases=True, norm_params=2, positions=2048)
-LLAMA3_8B = ModelSpec("Llama 3 8B", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256)
-LLAMA3_70B = ModelSpec("Llama 3 70B", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672, vocab=128256)
+GPT3_175B = ModelSpec(
+    "GPT-3 175B",
+    layers=96,
+    hidden=12288,
+    heads=96,
+    kv_heads=96,
+    ffn=4 * 12288,
+    vocab=50257,
+    gated=False,
+    tied=True,
+    biases=True,
+    norm_params=2,
+    positions=2048,
+)
+LLAMA3_8B = ModelSpec(
+    "Llama 3 8B", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256
+)
+LLAMA3_70B = ModelSpec(
+    "Llama 3 70B", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672, vocab=128256
+)
 MODELS = {m.name: m for m in (GPT3_175B, LLAMA3_8B, LLAMA3_70B)}
 
 
 def course_gpt(config) -> ModelSpec:
     """The course's GPT (zerobook.models.GPT with this GPTConfig): LayerNorm, biases, a 4h MLP,
     the embedding tied to the output layer, fixed positions."""
-    return ModelSpec("course GPT", layers=config.layers, hidden=config.hidden, heads=config.heads,
-                     kv_heads=config.heads, ffn=4 * config.hidden, vocab=config.vocab, gated=False,
-                     tied=True, biases=True, norm_params=2)
+    return ModelSpec(
+        "course GPT",
+        layers=config.layers,
+        hidden=config.hidden,
+        heads=config.heads,
+        kv_heads=config.heads,
+        ffn=4 * config.hidden,
+        vocab=config.vocab,
+        gated=False,
+        tied=True,
+        biases=True,
+        norm_params=2,
+    )

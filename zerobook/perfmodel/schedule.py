@@ -6,6 +6,7 @@ its dependencies allow: ("end", op) waits for an operation to finish, ("start", 
 (a prefetch issued when a unit's forward starts). Where communication cannot run beside
 computation (a CPU host: both need the cores), both streams are one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -60,9 +61,17 @@ class Program:
             for stream, queue in queues.items():
                 while queue and all(dep.start is not None for _, dep in queue[0].deps):
                     op = queue.pop(0)
-                    op.start = max([free[stream]] + [d.end if kind == "end" else d.start for kind, d in op.deps])
+                    op.start = max(
+                        [free[stream]]
+                        + [d.end if kind == "end" else d.start for kind, d in op.deps]
+                    )
                     free[stream] = op.end
                     progressed = True
             if not progressed:
-                raise RuntimeError("the step's operations wait on each other: a cycle in the program")
-        return sorted((Span(o.stream, o.what, o.unit, o.start, o.end) for o in self.ops), key=lambda s: s.start)
+                raise RuntimeError(
+                    "the step's operations wait on each other: a cycle in the program"
+                )
+        return sorted(
+            (Span(o.stream, o.what, o.unit, o.start, o.end) for o in self.ops),
+            key=lambda s: s.start,
+        )

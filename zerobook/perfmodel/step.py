@@ -14,6 +14,7 @@ ZeRO-1/2's way: a bucket's latency is paid per bucket). The optimizer's step rea
 every shard element's 28 bytes (fp32 master, momentum and variance, the gradient, the 16-bit
 copy) at HBM bandwidth.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,9 +59,23 @@ def bucket_sizes(params: int, bucket_params: int) -> list[int]:
 class StepProgram:
     """Builds one step's program for a stage; `unit_bytes` and `compute` give sizes and times."""
 
-    def __init__(self, spec, hardware, layout: Layout, stage: int, times: dict, element_bytes: int,
-                 prefetch: bool, bucket_params: int | None = None):
-        self.spec, self.hardware, self.layout, self.stage = spec, hardware, layout, stage
+    def __init__(
+        self,
+        spec,
+        hardware,
+        layout: Layout,
+        stage: int,
+        times: dict,
+        element_bytes: int,
+        prefetch: bool,
+        bucket_params: int | None = None,
+    ):
+        self.spec, self.hardware, self.layout, self.stage = (
+            spec,
+            hardware,
+            layout,
+            stage,
+        )
         self.times, self.element_bytes, self.prefetch = times, element_bytes, prefetch
         self.bucket_params = None if stage == 3 else bucket_params
         self.program = Program(hardware.overlap)
@@ -75,8 +90,9 @@ class StepProgram:
             kind, times = "all_reduce", ratio
         else:
             times = 1
-        return times * collective_seconds(kind, size, world_size=ranks, gpus_per_node=per_node,
-                                          hardware=self.hardware)
+        return times * collective_seconds(
+            kind, size, world_size=ranks, gpus_per_node=per_node, hardware=self.hardware
+        )
 
     def collective(self, kind: str, unit: str, params: int, *deps):
         """A collective of `params` elements: DDP's all-reduce over every rank, ZeRO's
@@ -84,10 +100,14 @@ class StepProgram:
         the shard over the replicas)."""
         size = params * self.element_bytes
         seconds = self.seconds(kind, size)
-        op = self.program.add("communication", kind.replace("_", "-"), unit, seconds, *deps)
+        op = self.program.add(
+            "communication", kind.replace("_", "-"), unit, seconds, *deps
+        )
         if kind == "reduce_scatter" and self.layout.replicas > 1:
             across = self.seconds("replicas", size / self.layout.shard_group)
-            op = self.program.add("communication", "all-reduce (replicas)", unit, across, ("end", op))
+            op = self.program.add(
+                "communication", "all-reduce (replicas)", unit, across, ("end", op)
+            )
         return op
 
     def compute(self, what: str, unit: str, seconds: float, *deps):
@@ -97,18 +117,30 @@ class StepProgram:
         """Forward: (stage 3) gather each block, compute, free; the root kept throughout."""
         t, blocks, ops = self.times, self.spec.layers, []
         previous = None
-        gather_root = self.collective("all_gather", "root", self.spec.root_params()) if self.stage == 3 else None
+        gather_root = (
+            self.collective("all_gather", "root", self.spec.root_params())
+            if self.stage == 3
+            else None
+        )
         for k in range(blocks):
             deps = [("end", previous)] if previous else []
             if self.stage == 3:
-                issue = [] if previous is None else [("start" if self.prefetch else "end", previous)]
-                gather = self.collective("all_gather", f"blocks.{k}", self.spec.block_params(), *issue)
+                issue = (
+                    []
+                    if previous is None
+                    else [("start" if self.prefetch else "end", previous)]
+                )
+                gather = self.collective(
+                    "all_gather", f"blocks.{k}", self.spec.block_params(), *issue
+                )
                 deps.append(("end", gather))
                 if gather_root is not None and k == 0:
                     deps.append(("end", gather_root))
             previous = self.compute("forward", f"blocks.{k}", t["block_forward"], *deps)
             ops.append(previous)
-        return ops + [self.compute("forward", "root", t["root_forward"], ("end", previous))]
+        return ops + [
+            self.compute("forward", "root", t["root_forward"], ("end", previous))
+        ]
 
     def backward(self, last_forward) -> list:
         """Backward, last block first: (stage 3) gather again — with prefetch issued when the
@@ -117,12 +149,16 @@ class StepProgram:
         soon as they are ready. One communication stream: a reduce-scatter and a gather do not
         share the links at once (FSDP2 gives them two streams; the bandwidth is shared anyway)."""
         t, blocks = self.times, self.spec.layers
-        previous = self.compute("backward", "root", t["root_backward"], ("end", last_forward))
+        previous = self.compute(
+            "backward", "root", t["root_backward"], ("end", last_forward)
+        )
         self.reduces, self.pending = [], 0
         gather = self.regather(blocks - 1, previous)
         for k in reversed(range(blocks)):
             deps = [("end", previous)] + ([("end", gather)] if gather else [])
-            previous = self.compute("backward", f"blocks.{k}", t["block_backward"], *deps)
+            previous = self.compute(
+                "backward", f"blocks.{k}", t["block_backward"], *deps
+            )
             gather = self.regather(k - 1, previous) if self.prefetch else None
             self.reduce(f"blocks.{k}", self.spec.block_params(), previous)
             if not self.prefetch:
@@ -141,7 +177,11 @@ class StepProgram:
         self.pending += params
         while self.pending >= self.bucket_params or (last and self.pending):
             size = min(self.pending, self.bucket_params)
-            self.reduces.append(self.collective(kind, f"bucket {len(self.reduces)}", size, ("end", ready)))
+            self.reduces.append(
+                self.collective(
+                    kind, f"bucket {len(self.reduces)}", size, ("end", ready)
+                )
+            )
             self.pending -= size
 
     def regather(self, k: int, previous):
@@ -150,20 +190,40 @@ class StepProgram:
         if self.stage != 3 or k < 0:
             return None
         issue = ("start" if self.prefetch else "end", previous)
-        return self.collective("all_gather", f"blocks.{k}", self.spec.block_params(), issue)
+        return self.collective(
+            "all_gather", f"blocks.{k}", self.spec.block_params(), issue
+        )
 
     def build(self) -> Program:
         forward = self.forward()
         reduces = self.backward(forward[-1])
-        step = self.compute("optimizer step", "all", self.times["optimizer"], *[("end", r) for r in reduces])
-        if self.stage in (1, 2):  # the updated 16-bit shards back to every rank of the group
-            for b, size in enumerate(bucket_sizes(self.spec.num_params(), self.bucket_params or self.spec.num_params())):
-                self.collective("all_gather", f"bucket {b}" if self.bucket_params else "all", size, ("end", step))
+        step = self.compute(
+            "optimizer step",
+            "all",
+            self.times["optimizer"],
+            *[("end", r) for r in reduces],
+        )
+        if self.stage in (
+            1,
+            2,
+        ):  # the updated 16-bit shards back to every rank of the group
+            for b, size in enumerate(
+                bucket_sizes(
+                    self.spec.num_params(), self.bucket_params or self.spec.num_params()
+                )
+            ):
+                self.collective(
+                    "all_gather",
+                    f"bucket {b}" if self.bucket_params else "all",
+                    size,
+                    ("end", step),
+                )
         return self.program
 
 
-def traffic_per_gpu(spec, stage: int, layout: Layout, element_bytes: int = 2,
-                    nics_per_gpu: float = 1.0) -> dict:
+def traffic_per_gpu(
+    spec, stage: int, layout: Layout, element_bytes: int = 2, nics_per_gpu: float = 1.0
+) -> dict:
     """Bytes per step a ring sends on each kind of link: "nvlink", one GPU's; "network", one
     NIC's (a node's egress over its NICs, nics_per_gpu per GPU). DDP all-reduces 2Psi over every
     rank; ZeRO-1/2 reduce-scatter and all-gather Psi over the shard group; ZeRO-3 gathers twice
@@ -174,14 +234,22 @@ def traffic_per_gpu(spec, stage: int, layout: Layout, element_bytes: int = 2,
     if stage == 0:
         parts = [("all_reduce", "all_reduce", psi)]
     else:
-        parts = [("all_gather", "all_gather", gathered), ("reduce_scatter", "reduce_scatter", psi)]
+        parts = [
+            ("all_gather", "all_gather", gathered),
+            ("reduce_scatter", "reduce_scatter", psi),
+        ]
         if layout.replicas > 1:
             parts.append(("all_reduce", "replicas", psi / group))
     out = {"nvlink": 0.0, "network": 0.0}
     for kind, who, params in parts:
         ranks, per_node = layout.group(who)
-        sent = link_bytes(kind, params * element_bytes, world_size=ranks, gpus_per_node=per_node,
-                          nics_per_gpu=nics_per_gpu)
+        sent = link_bytes(
+            kind,
+            params * element_bytes,
+            world_size=ranks,
+            gpus_per_node=per_node,
+            nics_per_gpu=nics_per_gpu,
+        )
         out["nvlink"] += sent["nvlink"]
         out["network"] += sent["nic"]
     return out

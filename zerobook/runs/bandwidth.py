@@ -8,6 +8,7 @@ collective over a few timed repetitions (after one warm-up). S is nccl-tests' si
 buffer, reduce-scatter's input, all-gather's output (each rank holds S/N of the last two's other side). Ranks start each repetition together
 (a barrier), so the time is that of the slowest rank, as nccl-tests measures it.
 """
+
 import argparse
 import statistics
 import time
@@ -18,13 +19,20 @@ import torch.distributed as dist
 import zerobook as zb
 from zerobook.collectives import ring_all_reduce
 
-IMPLEMENTATIONS = {"ring": ring_all_reduce, "builtin": dist.all_reduce}  # what an all-reduce of S runs
+IMPLEMENTATIONS = {
+    "ring": ring_all_reduce,
+    "builtin": dist.all_reduce,
+}  # what an all-reduce of S runs
 
 
 def shard_collective(name: str, tensor: torch.Tensor):
     """fn(tensor) for a built-in collective of S = tensor's bytes: "reduce_scatter" (S in, S/N out)
     or "all_gather" (S/N in, S out), with this rank's S/N buffer made once."""
-    part = torch.empty(tensor.numel() // dist.get_world_size(), dtype=tensor.dtype, device=tensor.device)
+    part = torch.empty(
+        tensor.numel() // dist.get_world_size(),
+        dtype=tensor.dtype,
+        device=tensor.device,
+    )
     if name == "reduce_scatter":
         return lambda t: dist.reduce_scatter_tensor(part, t)
     return lambda t: dist.all_gather_into_tensor(t, part)
@@ -50,7 +58,9 @@ def time_one(function, tensor: torch.Tensor, repeats: int) -> float:
         if tensor.is_cuda:
             torch.cuda.synchronize()
         samples.append(time.perf_counter() - start)
-    seconds = torch.tensor([statistics.median(samples)], dtype=torch.float64, device=tensor.device)
+    seconds = torch.tensor(
+        [statistics.median(samples)], dtype=torch.float64, device=tensor.device
+    )
     dist.all_reduce(seconds, op=dist.ReduceOp.MAX)  # the slowest rank's time
     return seconds.item()
 
@@ -60,7 +70,11 @@ def main() -> None:
     parser.add_argument("--min-bytes", type=int, default=1024)
     parser.add_argument("--max-bytes", type=int, default=64 * 2**20)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--impls", default="ring,builtin", help="of ring, builtin, reduce_scatter, all_gather")
+    parser.add_argument(
+        "--impls",
+        default="ring,builtin",
+        help="of ring, builtin, reduce_scatter, all_gather",
+    )
     cli = parser.parse_args()
     me = zb.setup()
     rows = []
@@ -68,7 +82,13 @@ def main() -> None:
         tensor = torch.ones(size // 4, device=me.device)
         for name in cli.impls.split(","):
             function = IMPLEMENTATIONS.get(name) or shard_collective(name, tensor)
-            rows.append({"impl": name, "bytes": size, "seconds": time_one(function, tensor, cli.repeats)})
+            rows.append(
+                {
+                    "impl": name,
+                    "bytes": size,
+                    "seconds": time_one(function, tensor, cli.repeats),
+                }
+            )
     if me.is_main:
         zb.report(rows=rows, world_size=me.world_size, backend=me.backend)
 

@@ -7,6 +7,7 @@ a time: such a backend may abort the process (gloo's send/recv does), and that m
 answers for the others. Rank 0 reports, per op, whether the result is right (every rank
 contributes rank + 1 to a buffer of 2N elements).
 """
+
 import argparse
 
 import torch
@@ -14,7 +15,14 @@ import torch.distributed as dist
 
 import zerobook as zb
 
-OPS = ("all_reduce", "broadcast", "reduce_scatter_tensor", "all_gather_into_tensor", "send_recv", "barrier")
+OPS = (
+    "all_reduce",
+    "broadcast",
+    "reduce_scatter_tensor",
+    "all_gather_into_tensor",
+    "send_recv",
+    "barrier",
+)
 
 
 def run(op: str, me: zb.Rank) -> bool:
@@ -34,25 +42,35 @@ def run(op: str, me: zb.Rank) -> bool:
         return bool((part == total).all())
     if op == "all_gather_into_tensor":
         dist.all_gather_into_tensor(full, part)
-        return torch.equal(full.cpu(), torch.arange(1, n + 1).repeat_interleave(2).float())
+        return torch.equal(
+            full.cpu(), torch.arange(1, n + 1).repeat_interleave(2).float()
+        )
     if op == "send_recv":
         peer = me.rank ^ 1
         if peer < n:
             (dist.send if me.rank % 2 == 0 else dist.recv)(part, peer)
-        return bool((part == (me.rank if me.rank % 2 else me.rank + 1)).all()) if peer < n else True
+        return (
+            bool((part == (me.rank if me.rank % 2 else me.rank + 1)).all())
+            if peer < n
+            else True
+        )
     dist.barrier()
     return True
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--op", required=True, help=f"comma-separated, of {', '.join(OPS)}")
+    parser.add_argument(
+        "--op", required=True, help=f"comma-separated, of {', '.join(OPS)}"
+    )
     cli = parser.parse_args()
     me = zb.setup(verbose=False)
     right = {}
     for op in cli.op.split(","):
         if op not in OPS:
-            raise SystemExit(f"collective_probe: unknown op {op!r}; choose from {', '.join(OPS)}")
+            raise SystemExit(
+                f"collective_probe: unknown op {op!r}; choose from {', '.join(OPS)}"
+            )
         right[op] = run(op, me)
         if me.device.startswith("cuda"):
             torch.cuda.synchronize()

@@ -17,6 +17,7 @@ and, for fragmentation, the allocator's absolute peaks over the step: bytes allo
 reserved from the driver (max_memory_reserved: the cached blocks, holes included). On CPU the
 allocator figures are None and the rest still runs (the dry run `make test` checks).
 """
+
 import argparse
 import gc
 
@@ -45,7 +46,9 @@ def build(method: str, config: GPTConfig, device: str):
 def wrap(method: str, model):
     """(model to call, bare model, optimizer) for one method."""
     if method == "ddp":
-        ddp = DistributedDataParallel(model, gradient_as_bucket_view=True)  # its buckets are the grads
+        ddp = DistributedDataParallel(
+            model, gradient_as_bucket_view=True
+        )  # its buckets are the grads
         return ddp, model, MixedPrecisionAdamW(model.parameters())
     if method == "zero1":
         return model, model, Zero1AdamW(model.parameters())
@@ -59,11 +62,15 @@ def live_terms(method: str, model, optimizer, device: str) -> dict:
     """Bytes on `device` of the tensors each term names (each storage once): 16-bit params (ZeRO-3:
     its shards), grads (DDP's buckets, ZeRO-1's flat buffer, ZeRO-2/3's shards) and the optimizer
     (the fp32 master and AdamW's moments); `gathered`: ZeRO-3's full units still allocated."""
-    on = lambda tensors: [t for t in tensors if t is not None and t.device == torch.device(device)]
+    on = lambda tensors: [
+        t for t in tensors if t is not None and t.device == torch.device(device)
+    ]
     seen: set = set()
     if STAGE[method] < 3:
         params = measure.unique_bytes(on(model.parameters()), seen)
-        grads = [p.grad for p in model.parameters()] + [getattr(optimizer, "grad_shard", None)]
+        grads = [p.grad for p in model.parameters()] + [
+            getattr(optimizer, "grad_shard", None)
+        ]
         gathered = 0
     else:
         params = measure.unique_bytes(on(u.shard for u in optimizer.units), seen)
@@ -71,7 +78,13 @@ def live_terms(method: str, model, optimizer, device: str) -> dict:
         gathered = sum(u.flat.flat.untyped_storage().nbytes() for u in optimizer.units)
     grads = measure.unique_bytes(on(grads), seen)
     state = measure.unique_bytes(on(measure.optimizer_tensors(optimizer)), seen)
-    return dict(params=params, grads=grads, optimizer=state, total=params + grads + state, gathered=gathered)
+    return dict(
+        params=params,
+        grads=grads,
+        optimizer=state,
+        total=params + grads + state,
+        gathered=gathered,
+    )
 
 
 def allocated(device: str) -> int | None:
@@ -89,14 +102,18 @@ def fresh(device: str) -> int | None:
     return allocated(device)
 
 
-def measure_method(method: str, config: GPTConfig, batch_size: int, me: zb.Rank) -> dict:
+def measure_method(
+    method: str, config: GPTConfig, batch_size: int, me: zb.Rank
+) -> dict:
     """One method: the three readings right after the second backward, and that step's peak."""
     base = fresh(me.device)
     wrapped, model, optimizer, num_params = build(method, config, me.device)
     batch = random_batch(config, batch_size, seed=me.rank).to(me.device)
     train_step(wrapped, optimizer, batch)  # AdamW's moments now exist
     if base is not None:
-        torch.cuda.reset_peak_memory_stats(me.device)  # the peak of the measured step, not of building
+        torch.cuda.reset_peak_memory_stats(
+            me.device
+        )  # the peak of the measured step, not of building
     next_token_loss(wrapped, batch).backward()
     if hasattr(optimizer, "finish_backward"):
         optimizer.finish_backward()  # ZeRO-2: its last buckets reduced into the shard
@@ -106,12 +123,30 @@ def measure_method(method: str, config: GPTConfig, batch_size: int, me: zb.Rank)
     optimizer.zero_grad()
     peak = torch.cuda.max_memory_allocated(me.device) if base is not None else None
     calc = model_state_bytes(num_params, stage=STAGE[method], world_size=me.world_size)
-    calc = dict(params=calc.params, grads=calc.grads, optimizer=0.0 if method.endswith("offload") else calc.optimizer)
+    calc = dict(
+        params=calc.params,
+        grads=calc.grads,
+        optimizer=0.0 if method.endswith("offload") else calc.optimizer,
+    )
     calc["total"] = sum(calc.values())
-    cuda = None if base is None else dict(states=now - base, peak=peak - base, allocated_peak=peak,
-                                          reserved_peak=torch.cuda.max_memory_reserved(me.device))
+    cuda = (
+        None
+        if base is None
+        else dict(
+            states=now - base,
+            peak=peak - base,
+            allocated_peak=peak,
+            reserved_peak=torch.cuda.max_memory_reserved(me.device),
+        )
+    )
     del wrapped, model, optimizer, batch
-    return dict(stage=STAGE[method], num_params=num_params, calculator=calc, live=live, cuda=cuda)
+    return dict(
+        stage=STAGE[method],
+        num_params=num_params,
+        calculator=calc,
+        live=live,
+        cuda=cuda,
+    )
 
 
 def main() -> None:
@@ -123,10 +158,21 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(STAGE))
     cli = parser.parse_args()
     me = zb.setup()
-    config = GPTConfig(vocab=cli.vocab, hidden=cli.hidden, layers=cli.layers, heads=max(1, cli.hidden // 64),
-                       seq_len=128)
-    zb.report(world_size=me.world_size, device=me.device, backend=me.backend,
-              methods={m: measure_method(m, config, cli.batch, me) for m in cli.methods.split(",")})
+    config = GPTConfig(
+        vocab=cli.vocab,
+        hidden=cli.hidden,
+        layers=cli.layers,
+        heads=max(1, cli.hidden // 64),
+        seq_len=128,
+    )
+    zb.report(
+        world_size=me.world_size,
+        device=me.device,
+        backend=me.backend,
+        methods={
+            m: measure_method(m, config, cli.batch, me) for m in cli.methods.split(",")
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from the last checkpoint. Reported by each rank: the step it started from, the l
 it ran, the restart count, and SHA-256 digests of the full weights and of AdamW's moments at the
 end (with `--steps` equal to the checkpoint's step: the state just loaded).
 """
+
 import argparse
 import os
 import signal
@@ -51,7 +52,10 @@ def main() -> None:
     parser.add_argument("--kill-step", type=int)
     cli = parser.parse_args()
     me = zb.setup()
-    directory, restarts = Path(cli.dir), int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    directory, restarts = (
+        Path(cli.dir),
+        int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
+    )
     model, optimizer = build(me)
     found = latest(directory)
     start = load(model, optimizer, found) if found else 0
@@ -60,11 +64,18 @@ def main() -> None:
     for step in range(start, cli.steps):
         if step == cli.kill_step and me.rank == cli.kill_rank and restarts == 0:
             os.kill(os.getpid(), signal.SIGKILL)
-        losses[step] = train_step(model, optimizer, rank_batch(CONFIG, per_rank, step, me))
+        losses[step] = train_step(
+            model, optimizer, rank_batch(CONFIG, per_rank, step, me)
+        )
         if (step + 1) % cli.every == 0:
             save(model, optimizer, step + 1, directory)
-    zb.report(start=start, losses=losses, restarts=restarts, digests=state_digests(model, optimizer),
-              world_size=me.world_size)
+    zb.report(
+        start=start,
+        losses=losses,
+        restarts=restarts,
+        digests=state_digests(model, optimizer),
+        world_size=me.world_size,
+    )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ import zerobook as zb
 from zerobook.models import GPT, GPTConfig, next_token_loss
 from zerobook.training import rank_batch
 
-CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)  # ddp_scratch's
+CONFIG = GPTConfig(
+    vocab=128, hidden=128, layers=2, heads=4, seq_len=32
+)  # ddp_scratch's
 SETTINGS = {
     "default": {},
     "static_graph": {"static_graph": True},

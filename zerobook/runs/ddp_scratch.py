@@ -14,6 +14,7 @@ the kernels, in their own order). Reported: the largest differences from both an
 the median step time and the range of the steps after the first, and the bytes of each all-reduce
 of a step (`messages`).
 """
+
 import argparse
 import statistics
 import time
@@ -36,21 +37,34 @@ def message_bytes(model, wrapped, buckets) -> list[int]:
     """Bytes of each all-reduce of one step: one per parameter (`naive`), one per bucket of ours,
     or one per bucket of DDP (as its reducer rebuilt them after the first step)."""
     if buckets is not None:
-        return [sum(p.numel() * p.element_size() for p in bucket) for bucket in buckets.buckets]
+        return [
+            sum(p.numel() * p.element_size() for p in bucket)
+            for bucket in buckets.buckets
+        ]
     if wrapped is not model:
         data = wrapped._get_ddp_logging_data()
-        sizes = data.get("rebuilt_bucket_sizes") or data["bucket_sizes"]  # rebuilt after step 1
+        sizes = (
+            data.get("rebuilt_bucket_sizes") or data["bucket_sizes"]
+        )  # rebuilt after step 1
         return [int(size) for size in sizes.split(",")]
     return [p.numel() * p.element_size() for p in model.parameters()]
 
 
-def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: bool = False):
+def train(
+    model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: bool = False
+):
     """`steps` SGD steps on this rank's slice of each global batch; returns the step times and
     the bytes of each all-reduce of a step (message_bytes)."""
     wrapped = DistributedDataParallel(model) if mode == "torch" else model
     if mode == "torch" and ordered:
-        wrapped.register_comm_hook(None, ordered_comm_hook)  # DDP's reducer calls gloo directly
-    buckets = OverlappedAllReduce(model, overlap=mode == "overlap") if mode in ("bucketed", "overlap") else None
+        wrapped.register_comm_hook(
+            None, ordered_comm_hook
+        )  # DDP's reducer calls gloo directly
+    buckets = (
+        OverlappedAllReduce(model, overlap=mode == "overlap")
+        if mode in ("bucketed", "overlap")
+        else None
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     times = []
     for step in range(steps):
@@ -67,19 +81,25 @@ def train(model, steps: int, per_rank: int, me: zb.Rank, mode: str, ordered: boo
     return times, message_bytes(model, wrapped, buckets)
 
 
-def single_process(initial: dict, steps: int, batch_size: int, device: str) -> torch.Tensor:
+def single_process(
+    initial: dict, steps: int, batch_size: int, device: str
+) -> torch.Tensor:
     """The same steps on one process, each on the whole global batch."""
     model = GPT(CONFIG).to(device)
     model.load_state_dict(initial)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(steps):
         optimizer.zero_grad()
-        next_token_loss(model, random_batch(CONFIG, batch_size, seed=1000 + step).to(device)).backward()
+        next_token_loss(
+            model, random_batch(CONFIG, batch_size, seed=1000 + step).to(device)
+        ).backward()
         optimizer.step()
     return flat_weights(model)
 
 
-def slices_in_rank_order(initial: dict, steps: int, per_rank: int, world_size: int, device: str) -> torch.Tensor:
+def slices_in_rank_order(
+    initial: dict, steps: int, per_rank: int, world_size: int, device: str
+) -> torch.Tensor:
     """The same steps on one process (on the ranks' kind of device), each rank's slice's gradient
     computed on its own and the N averaged as the ordered all-reduce does: added in rank order,
     then divided by N."""
@@ -92,17 +112,23 @@ def slices_in_rank_order(initial: dict, steps: int, per_rank: int, world_size: i
         grads = []
         for r in range(world_size):
             model.zero_grad(set_to_none=True)
-            next_token_loss(model, batch[r * per_rank:(r + 1) * per_rank]).backward()
+            next_token_loss(model, batch[r * per_rank : (r + 1) * per_rank]).backward()
             grads.append([p.grad.reshape(-1) for p in params])
         for index, p in enumerate(params):
-            p.grad = rank_order_sum(torch.stack([g[index] for g in grads])).div_(world_size).view_as(p)
+            p.grad = (
+                rank_order_sum(torch.stack([g[index] for g in grads]))
+                .div_(world_size)
+                .view_as(p)
+            )
         optimizer.step()
     return flat_weights(model)
 
 
 def start(me: zb.Rank):
     """Every rank from its own random weights, then rank 0's (broadcast); the initial state."""
-    torch.manual_seed(100 + me.rank)  # different on purpose: the broadcast makes them equal
+    torch.manual_seed(
+        100 + me.rank
+    )  # different on purpose: the broadcast makes them equal
     model = GPT(CONFIG).to(me.device)
     broadcast_params(model)
     return model, {k: v.clone() for k, v in model.state_dict().items()}
@@ -119,23 +145,36 @@ def run_mode(mode: str, cli, me: zb.Rank) -> dict:
     weights = flat_weights(model)
     spread = weights.to(me.device)
     dist.all_reduce(spread, op=dist.ReduceOp.MAX)
-    steady = times[1:] or times  # the first step also builds buckets (DDP rebuilds them after it)
-    result = {"step_seconds": statistics.median(steady), "step_range": [min(steady), max(steady)],
-              "messages": messages,
-              "across_ranks": (spread.cpu() - weights).abs().max().item()}
+    steady = (
+        times[1:] or times
+    )  # the first step also builds buckets (DDP rebuilds them after it)
+    result = {
+        "step_seconds": statistics.median(steady),
+        "step_range": [min(steady), max(steady)],
+        "messages": messages,
+        "across_ranks": (spread.cpu() - weights).abs().max().item(),
+    }
     if me.is_main:
-        same_order = slices_in_rank_order(initial, cli.steps, cli.per_rank, me.world_size, me.device)
-        whole = single_process(initial, cli.steps, cli.per_rank * me.world_size, me.device)
-        result.update(vs_same_order=(weights - same_order).abs().max().item(),
-                      vs_single_process=(weights - whole).abs().max().item(),
-                      weight_scale=whole.abs().max().item())
+        same_order = slices_in_rank_order(
+            initial, cli.steps, cli.per_rank, me.world_size, me.device
+        )
+        whole = single_process(
+            initial, cli.steps, cli.per_rank * me.world_size, me.device
+        )
+        result.update(
+            vs_same_order=(weights - same_order).abs().max().item(),
+            vs_single_process=(weights - whole).abs().max().item(),
+            weight_scale=whole.abs().max().item(),
+        )
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--per-rank", type=int, default=4, help="samples per rank per step")
+    parser.add_argument(
+        "--per-rank", type=int, default=4, help="samples per rank per step"
+    )
     parser.add_argument("--modes", default="naive", help=f"comma-separated, of {MODES}")
     cli = parser.parse_args()
     me = zb.setup()

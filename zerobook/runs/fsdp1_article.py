@@ -9,11 +9,15 @@ the parameters, BACKWARD_PRE prefetch. Reported: the FSDP units, the loss of one
 collectives it issued. FSDP1 needs an accelerator: on a CPU-only host it raises at construction,
 which the chapter shows.
 """
+
 import functools
 
 import torch
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-from torch.distributed.fsdp.fully_sharded_data_parallel import BackwardPrefetch, CPUOffload
+from torch.distributed.fsdp.fully_sharded_data_parallel import (
+    BackwardPrefetch,
+    CPUOffload,
+)
 from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
 
 import zerobook as zb
@@ -26,22 +30,36 @@ CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
 
 def setup_fsdp_model(model, device_id):
     """The article's function, corrected (functools imported; nothing else changed)."""
-    my_auto_wrap_policy = functools.partial(size_based_auto_wrap_policy, min_num_params=10000)
-    return FSDP(model, auto_wrap_policy=my_auto_wrap_policy, cpu_offload=CPUOffload(offload_params=True),
-                backward_prefetch=BackwardPrefetch.BACKWARD_PRE, device_id=device_id)
+    my_auto_wrap_policy = functools.partial(
+        size_based_auto_wrap_policy, min_num_params=10000
+    )
+    return FSDP(
+        model,
+        auto_wrap_policy=my_auto_wrap_policy,
+        cpu_offload=CPUOffload(offload_params=True),
+        backward_prefetch=BackwardPrefetch.BACKWARD_PRE,
+        device_id=device_id,
+    )
 
 
 def main() -> None:
     me = zb.setup()
     torch.manual_seed(0)
-    model = setup_fsdp_model(GPT(CONFIG), torch.device(me.device) if me.device != "cpu" else None)
+    model = setup_fsdp_model(
+        GPT(CONFIG), torch.device(me.device) if me.device != "cpu" else None
+    )
     optimizer = torch.optim.AdamW(model.parameters())
     with CommMeter() as meter:
         loss = next_token_loss(model, rank_batch(CONFIG, 4, 0, me))
         loss.backward()
         optimizer.step()
-    zb.report(loss=loss.item(), traffic=meter.summary(),
-              units=[name or "root" for name, m in model.named_modules() if isinstance(m, FSDP)])
+    zb.report(
+        loss=loss.item(),
+        traffic=meter.summary(),
+        units=[
+            name or "root" for name, m in model.named_modules() if isinstance(m, FSDP)
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ collectives go through), the bytes the rank keeps (weights, gradients, optimizer
 shards of FSDP2's DTensors, counted once per storage), the median step time, and the FLOPs of
 the first step's forward and backward (torch.utils.flop_counter counts the matrix products).
 """
+
 import argparse
 import contextlib
 import statistics
@@ -56,14 +57,20 @@ class Report:
 def build(method: str, config: GPTConfig, dtype, me: zb.Rank):
     """(model, optimizer, reduce) for one method, from seed 0; reduce averages DDP's gradients."""
     torch.manual_seed(0)
-    model = GPT(config).to(dtype).to(me.device)  # weights rounded to `dtype` for every method
+    model = (
+        GPT(config).to(dtype).to(me.device)
+    )  # weights rounded to `dtype` for every method
     if method == "ours":
         return model, Zero3AdamW(model, unit_types=(Block,), lr=LR), None
     if method == "fsdp2":
         model.float()  # FSDP2 keeps the fp32 shard itself and casts to `dtype` when it gathers
         shard_blocks(model, me, dtype)
     if dtype != torch.float32 and method == "ddp":
-        return model, MixedPrecisionAdamW(model.parameters(), lr=LR, weight_decay=0.01), average_gradients
+        return (
+            model,
+            MixedPrecisionAdamW(model.parameters(), lr=LR, weight_decay=0.01),
+            average_gradients,
+        )
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     return model, optimizer, (average_gradients if method == "ddp" else None)
 
@@ -71,7 +78,9 @@ def build(method: str, config: GPTConfig, dtype, me: zb.Rank):
 def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dict:
     model, optimizer, reduce = build(method, config, dtype, me)
     losses, seconds = [], []
-    flops = FlopCounterMode(display=False)  # counts the first step's FLOPs (its time is not used)
+    flops = FlopCounterMode(
+        display=False
+    )  # counts the first step's FLOPs (its time is not used)
     for step in range(steps):
         tokens = rank_batch(config, BATCH, step, me)
         start = time.perf_counter()
@@ -79,12 +88,19 @@ def train(method: str, config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dic
             loss, meter, kept = measured_step(model, optimizer, tokens, reduce)
         seconds.append(time.perf_counter() - start)
         losses.append(loss.item())
-    return {"losses": losses, "weights": full_weights(model, optimizer, dtype), "kept_bytes": kept,
-            "traffic": meter.summary(), "seconds": statistics.median(seconds[1:] or seconds),
-            "flops": flops.get_total_flops()}
+    return {
+        "losses": losses,
+        "weights": full_weights(model, optimizer, dtype),
+        "kept_bytes": kept,
+        "traffic": meter.summary(),
+        "seconds": statistics.median(seconds[1:] or seconds),
+        "flops": flops.get_total_flops(),
+    }
 
 
-def compare(config: GPTConfig, dtype, steps: int, me: zb.Rank, ordered: bool = True) -> dict:
+def compare(
+    config: GPTConfig, dtype, steps: int, me: zb.Rank, ordered: bool = True
+) -> dict:
     """DDP, ours and FSDP2 trained alike; each run's `diff` from DDP's final weights."""
     with ordered_sums() if ordered else contextlib.nullcontext():
         runs = {m: train(m, config, dtype, steps, me) for m in ("ddp", "ours", "fsdp2")}
@@ -98,8 +114,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--dtype", default="float32",
-                        help="float32, bfloat16, or both in one launch (float32,bfloat16: reported by_dtype)")
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        help="float32, bfloat16, or both in one launch (float32,bfloat16: reported by_dtype)",
+    )
     parser.add_argument("--sums", choices=["ordered", "native"], default="ordered")
     cli = parser.parse_args()
     dtypes = cli.dtype.split(",")
@@ -108,8 +127,23 @@ def main() -> None:
     me = zb.setup()
     config = model_config(cli.layers)
     psi = sum(p.numel() for p in GPT(config).parameters())
-    reports = {name: asdict(Report(compare(config, getattr(torch, name), cli.steps, me, ordered=cli.sums == "ordered"),
-                                   name, cli.sums, psi)) for name in dtypes}
+    reports = {
+        name: asdict(
+            Report(
+                compare(
+                    config,
+                    getattr(torch, name),
+                    cli.steps,
+                    me,
+                    ordered=cli.sums == "ordered",
+                ),
+                name,
+                cli.sums,
+                psi,
+            )
+        )
+        for name in dtypes
+    }
     if len(dtypes) == 1:
         zb.report(**reports[dtypes[0]])
     else:

@@ -5,6 +5,7 @@
 Also runs as a plain script (world size 1): `python -m zerobook.runs.hello`.
 `--fail-rank R` makes rank R raise after the all-reduce, to show how a failure comes back.
 """
+
 import argparse
 import socket
 
@@ -17,7 +18,9 @@ from zerobook.dist import env_int
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--fail-rank", type=int, default=None, help="this rank raises on purpose")
+    parser.add_argument(
+        "--fail-rank", type=int, default=None, help="this rank raises on purpose"
+    )
     cli = parser.parse_args()
     me = zb.setup()
     contribution = torch.tensor([me.rank + 1.0], device=me.device)
@@ -25,7 +28,9 @@ def main() -> None:
     dist.all_reduce(total, op=dist.ReduceOp.SUM)  # every rank ends with 1 + 2 + ... + N
     print(f"contributed {contribution.item():.0f}, all-reduce gave {total.item():.0f}")
     if me.rank == cli.fail_rank:
-        raise RuntimeError(f"rank {me.rank} fails on purpose (--fail-rank {cli.fail_rank})")
+        raise RuntimeError(
+            f"rank {me.rank} fails on purpose (--fail-rank {cli.fail_rank})"
+        )
     dist.barrier()  # the other ranks wait here, as they would in the next collective
     zb.report(
         rank=me.rank,

@@ -17,6 +17,7 @@ rank order (zerobook.parity):
 Reported by every rank, per method: the loss at every step, the final weights' largest difference
 from DDP, the bytes kept, and the traffic of the last step by group.
 """
+
 import argparse
 from dataclasses import asdict, dataclass
 
@@ -49,12 +50,14 @@ class Report:
 def hierarchical_average(mesh):
     """DDP's average over a 2-D mesh: all-reduce (SUM) inside the shard group, then across the
     replicas, then divide by N."""
+
     def average(model) -> None:
         with torch.no_grad():
             for p in model.parameters():
                 dist.all_reduce(p.grad, group=mesh.get_group("shard"))
                 dist.all_reduce(p.grad, group=mesh.get_group("replicate"))
                 p.grad.div_(mesh.size())
+
     return average
 
 
@@ -63,12 +66,19 @@ def build(method: str, mesh, me: zb.Rank):
     torch.manual_seed(0)
     model = GPT(CONFIG).to(me.device)
     if method == "ours":
-        zero = Zero3AdamW(model, unit_types=(Block,), lr=LR, group=mesh.get_group("shard"),
-                          replicate_group=mesh.get_group("replicate"))
+        zero = Zero3AdamW(
+            model,
+            unit_types=(Block,),
+            lr=LR,
+            group=mesh.get_group("shard"),
+            replicate_group=mesh.get_group("replicate"),
+        )
         return model, zero, None
     if method == "fsdp2":
         for module in [*model.blocks, model]:
-            fully_shard(module, mesh=mesh)  # a 2-D mesh: shard on "shard", replicate on "replicate"
+            fully_shard(
+                module, mesh=mesh
+            )  # a 2-D mesh: shard on "shard", replicate on "replicate"
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     return model, optimizer, hierarchical_average(mesh) if method == "ddp" else None
 
@@ -80,8 +90,12 @@ def train(method: str, mesh, steps: int, me: zb.Rank) -> dict:
         tokens = rank_batch(CONFIG, BATCH, step, me)
         loss, meter, kept = measured_step(model, optimizer, tokens, reduce)
         losses.append(loss.item())
-    return {"losses": losses, "weights": full_weights(model, optimizer), "kept_bytes": kept,
-            "traffic": meter.summary(by_group=True)}
+    return {
+        "losses": losses,
+        "weights": full_weights(model, optimizer),
+        "kept_bytes": kept,
+        "traffic": meter.summary(by_group=True),
+    }
 
 
 def main() -> None:
@@ -90,15 +104,24 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     cli = parser.parse_args()
     me = zb.setup()
-    mesh = init_device_mesh(me.device.split(":")[0], (me.world_size // cli.shard, cli.shard),
-                            mesh_dim_names=("replicate", "shard"))
+    mesh = init_device_mesh(
+        me.device.split(":")[0],
+        (me.world_size // cli.shard, cli.shard),
+        mesh_dim_names=("replicate", "shard"),
+    )
     with ordered_sums():
         runs = {m: train(m, mesh, cli.steps, me) for m in ("ddp", "ours", "fsdp2")}
     reference = runs["ddp"]["weights"]
     for run in runs.values():
         run["diff"] = (run.pop("weights") - reference).abs().max().item()
-    groups = [dist.get_process_group_ranks(mesh.get_group(d)) for d in ("shard", "replicate")]
-    zb.report(**asdict(Report(runs, *groups, sum(p.numel() for p in GPT(CONFIG).parameters()))))
+    groups = [
+        dist.get_process_group_ranks(mesh.get_group(d)) for d in ("shard", "replicate")
+    ]
+    zb.report(
+        **asdict(
+            Report(runs, *groups, sum(p.numel() for p in GPT(CONFIG).parameters()))
+        )
+    )
 
 
 if __name__ == "__main__":

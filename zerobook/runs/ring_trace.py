@@ -9,6 +9,7 @@ bytes the traffic meter saw it send and receive. Last, the ring's reduce-scatter
 `dist.reduce_scatter_tensor` on data whose chunk c holds (c + 1) * 2**r: which chunk of the
 sum each leaves on rank r, and the ring's with its list of chunks rotated by one.
 """
+
 import argparse
 
 import torch
@@ -54,7 +55,9 @@ def main() -> None:
     parser.add_argument("--elements-per-rank", type=int, default=1024)
     cli = parser.parse_args()
     me = zb.setup()
-    ours = torch.full((cli.elements_per_rank * me.world_size,), float(2**me.rank), device=me.device)
+    ours = torch.full(
+        (cli.elements_per_rank * me.world_size,), float(2**me.rank), device=me.device
+    )
     expected = ours.clone()
     dist.all_reduce(expected)
     trace = []
@@ -63,10 +66,15 @@ def main() -> None:
     server_copy = torch.full_like(ours, float(2**me.rank))
     with CommMeter() as server_meter:
         parameter_server_all_reduce(server_copy)
-    zb.report(trace=trace, equal=torch.equal(ours, expected) and torch.equal(server_copy, expected),
-              size_bytes=ours.numel() * ours.element_size(),
-              ring_sent=ring_meter.bytes_sent(), ring_received=ring_meter.bytes_received(),
-              server_sent=server_meter.bytes_sent(), server_received=server_meter.bytes_received())
+    zb.report(
+        trace=trace,
+        equal=torch.equal(ours, expected) and torch.equal(server_copy, expected),
+        size_bytes=ours.numel() * ours.element_size(),
+        ring_sent=ring_meter.bytes_sent(),
+        ring_received=ring_meter.bytes_received(),
+        server_sent=server_meter.bytes_sent(),
+        server_received=server_meter.bytes_received(),
+    )
     zb.report(owned=owned_chunks(me, cli.elements_per_rank))
 
 

@@ -9,6 +9,7 @@ model and optimizer, built from another seed, load their rank's file and train t
 steps. Reported by every rank: the losses after the save of both runs, SHA-256 digests of the full
 weights at the end of both (gathered), and the size of its file.
 """
+
 import argparse
 from pathlib import Path
 
@@ -32,7 +33,9 @@ def build(me: zb.Rank, seed: int):
 
 
 def train(model, zero, steps, me: zb.Rank) -> list[float]:
-    return [train_step(model, zero, rank_batch(CONFIG, BATCH, step, me)) for step in steps]
+    return [
+        train_step(model, zero, rank_batch(CONFIG, BATCH, step, me)) for step in steps
+    ]
 
 
 def digest(model, zero) -> str:
@@ -53,12 +56,20 @@ def main() -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(zero.shard_state_dict(), path)
     continued = train(model, zero, range(cli.save_at, cli.steps), me)
-    fresh, fresh_zero = build(me, seed=1)  # other weights, to be overwritten by the load
+    fresh, fresh_zero = build(
+        me, seed=1
+    )  # other weights, to be overwritten by the load
     fresh_zero.load_shard_state_dict(torch.load(path))
     resumed = train(fresh, fresh_zero, range(cli.save_at, cli.steps), me)
-    zb.report(continued=continued, resumed=resumed, digest_continued=digest(model, zero),
-              digest_resumed=digest(fresh, fresh_zero), file_bytes=path.stat().st_size,
-              master_numel=zero.master.numel(), world_size=me.world_size)
+    zb.report(
+        continued=continued,
+        resumed=resumed,
+        digest_continued=digest(model, zero),
+        digest_resumed=digest(fresh, fresh_zero),
+        file_bytes=path.stat().st_size,
+        master_numel=zero.master.numel(),
+        world_size=me.world_size,
+    )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ collective sent in the last step (the traffic meter), and for ours the all-gathe
 issued in that step and how many times each unit's forward ran to its end (its forward hook
 fired); or the error, if the configuration failed (its first line; every rank fails alike).
 """
+
 import argparse
 
 import torch
@@ -66,8 +67,19 @@ def build(name: str, config: GPTConfig, me: zb.Rank):
     elif mode:
         checkpoint_blocks(model, reentrant=mode == "reentrant")
     if not name.startswith("fsdp2"):
-        return model, Zero3AdamW(model, unit_types=(Block,), lr=1e-3, reshard_root=True, recompute_aware=aware)
-    shard_blocks(model, me, blocks=[m for m in model.modules() if isinstance(m, Block)], reshard_after_forward=True)
+        return model, Zero3AdamW(
+            model,
+            unit_types=(Block,),
+            lr=1e-3,
+            reshard_root=True,
+            recompute_aware=aware,
+        )
+    shard_blocks(
+        model,
+        me,
+        blocks=[m for m in model.modules() if isinstance(m, Block)],
+        reshard_after_forward=True,
+    )
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
 
 
@@ -82,10 +94,17 @@ def train(name: str, config: GPTConfig, steps: int, batch: int, me: zb.Rank) -> 
             next_token_loss(model, tokens).backward()
             optimizer.step()
         optimizer.zero_grad()
-    out = {"sent": {op: e["bus_bytes"] / 4 for op, e in meter.summary().items()},
-           "gathers": {u.name: u.gathers - before[u.name] for u in units},
-           "forwards": {u.name: sum((e.what, e.unit) == ("computed", u.name) for e in optimizer.events) for u in units},
-           "padded": {u.name: u.flat.padded for u in units}}
+    out = {
+        "sent": {op: e["bus_bytes"] / 4 for op, e in meter.summary().items()},
+        "gathers": {u.name: u.gathers - before[u.name] for u in units},
+        "forwards": {
+            u.name: sum(
+                (e.what, e.unit) == ("computed", u.name) for e in optimizer.events
+            )
+            for u in units
+        },
+        "padded": {u.name: u.flat.padded for u in units},
+    }
     return {**out, "weights": full_weights(model, optimizer)}
 
 
@@ -106,12 +125,17 @@ def main() -> None:
     cli = parser.parse_args()
     me = zb.setup()
     config = GPTConfig(vocab=128, hidden=64, layers=cli.layers, heads=4, seq_len=32)
-    runs = {name: attempt(name, config, cli.steps, cli.batch, me) for name in cli.configs.split(",")}
+    runs = {
+        name: attempt(name, config, cli.steps, cli.batch, me)
+        for name in cli.configs.split(",")
+    }
     reference = runs["plain"]["weights"] if "plain" in runs else None
     for run in runs.values():
         if "weights" in run:
             weights = run.pop("weights")
-            run["diff"] = None if reference is None else (weights - reference).abs().max().item()
+            run["diff"] = (
+                None if reference is None else (weights - reference).abs().max().item()
+            )
     zb.report(runs=runs, num_params=sum(p.numel() for p in GPT(config).parameters()))
 
 

@@ -11,6 +11,7 @@ per rank (counted on the tensors), and, from our no-prefetch run's events, one s
 (zerobook.zero.timeline.timeline_bars) and the time spent waiting for communication and computing
 (for the overlap efficiency).
 """
+
 import argparse
 import statistics
 import time
@@ -27,21 +28,26 @@ from zerobook.zero.timeline import timeline_bars
 # "ours_backward": backward prefetch one unit ahead and nothing forward, what FSDP2's defaults do on a
 # CPU (its implicit forward prefetch needs CUDA streams): the like-for-like with "fsdp2"
 METHODS = ["ours", "ours_backward", "ours_prefetch", "fsdp2", "fsdp2_prefetch"]
-PREFETCH = {"ours": Prefetch(), "ours_backward": Prefetch(backward="pre"),
-            "ours_prefetch": Prefetch(forward=True, backward="pre")}
+PREFETCH = {
+    "ours": Prefetch(),
+    "ours_backward": Prefetch(backward="pre"),
+    "ours_prefetch": Prefetch(forward=True, backward="pre"),
+}
 
 
 def build(method: str, config: GPTConfig, me: zb.Rank):
     torch.manual_seed(0)
     model = GPT(config).to(me.device)
     if method.startswith("ours"):
-        return model, Zero3AdamW(model, unit_types=(Block,), lr=1e-4, prefetch=PREFETCH[method])
+        return model, Zero3AdamW(
+            model, unit_types=(Block,), lr=1e-4, prefetch=PREFETCH[method]
+        )
     shard_blocks(model, me)
     blocks = list(model.blocks)
     if method == "fsdp2_prefetch":
         for k, block in enumerate(blocks):
-            block.set_modules_to_forward_prefetch(blocks[k + 1:k + 2])
-            block.set_modules_to_backward_prefetch(blocks[k - 1:k] if k else [])
+            block.set_modules_to_forward_prefetch(blocks[k + 1 : k + 2])
+            block.set_modules_to_backward_prefetch(blocks[k - 1 : k] if k else [])
     return model, torch.optim.AdamW(model.parameters(), lr=1e-4)
 
 
@@ -81,21 +87,33 @@ def machine_overlap(zero: Zero3AdamW, block: torch.nn.Module, x: torch.Tensor) -
     """What this machine lets overlap at all: one block's all-gather alone, its forward alone,
     and both at once (the gather async on gloo's/NCCL's own thread or stream); bound =
     (t_gather + t_compute - t_both) / min(t_gather, t_compute), the most any prefetch could hide."""
-    unit, computing = zero.units[1], zero.units[-1]  # the first block gathers, the last computes
+    unit, computing = (
+        zero.units[1],
+        zero.units[-1],
+    )  # the first block gathers, the last computes
     if unit is computing:
         raise ValueError("machine_overlap needs at least two blocks")
+
     def gather():  # noqa: E306
         unit.wait_gather()
         unit.free()
+
     def both():  # noqa: E306
         unit.start_gather()
-        block.forward(x)  # .forward: without Zero3AdamW's hooks, which would gather and free it
+        block.forward(
+            x
+        )  # .forward: without Zero3AdamW's hooks, which would gather and free it
         unit.wait_gather()
         unit.free()
+
     computing.wait_gather()  # gathered throughout
-    out = interleaved_seconds({"gather": gather, "compute": lambda: block.forward(x), "both": both})
+    out = interleaved_seconds(
+        {"gather": gather, "compute": lambda: block.forward(x), "both": both}
+    )
     computing.free()
-    out["bound"] = (out["gather"] + out["compute"] - out["both"]) / min(out["gather"], out["compute"])
+    out["bound"] = (out["gather"] + out["compute"] - out["both"]) / min(
+        out["gather"], out["compute"]
+    )
     return out
 
 
@@ -108,7 +126,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     cli = parser.parse_args()
     me = zb.setup()
-    config = GPTConfig(vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=128)
+    config = GPTConfig(
+        vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=128
+    )
     batch = random_batch(config, cli.batch, seed=me.rank).to(me.device)
     built = {m: build(m, config, me) for m in METHODS}
     for m in METHODS:
@@ -117,19 +137,31 @@ def main() -> None:
     for _ in range(cli.rounds):
         for m in METHODS:
             times[m] += timed_steps(*built[m], batch, cli.steps)
-    built["ours"][1].events = []  # one more step without prefetch, for its timeline alone
+    built["ours"][
+        1
+    ].events = []  # one more step without prefetch, for its timeline alone
     timed_steps(*built["ours"], batch, 1)
     model, zero = built["ours"]
     x = torch.randn(cli.batch, config.seq_len, config.hidden, device=me.device)
     machine = machine_overlap(zero, model.blocks[-1], x)
     bars = timeline_bars(built["ours"][1].events)
-    lanes = {lane: sum(end - start for kind, start, end, _ in bars if kind == lane)
-             for lane in ("communication", "computation")}
-    zb.report(median={m: statistics.median(s) for m, s in times.items()}, lanes=lanes, bars=bars, machine=machine,
-              peak={m: peak_bytes(*built[m], batch) for m in METHODS},
-              kept={m: bytes_kept(*built[m], batch) for m in METHODS},
-              num_params=sum(p.numel() for p in GPT(config).parameters()), backend=me.backend,
-              batch=cli.batch, seq_len=config.seq_len, world_size=me.world_size)
+    lanes = {
+        lane: sum(end - start for kind, start, end, _ in bars if kind == lane)
+        for lane in ("communication", "computation")
+    }
+    zb.report(
+        median={m: statistics.median(s) for m, s in times.items()},
+        lanes=lanes,
+        bars=bars,
+        machine=machine,
+        peak={m: peak_bytes(*built[m], batch) for m in METHODS},
+        kept={m: bytes_kept(*built[m], batch) for m in METHODS},
+        num_params=sum(p.numel() for p in GPT(config).parameters()),
+        backend=me.backend,
+        batch=cli.batch,
+        seq_len=config.seq_len,
+        world_size=me.world_size,
+    )
 
 
 if __name__ == "__main__":

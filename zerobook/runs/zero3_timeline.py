@@ -8,6 +8,7 @@ unit, each with the bytes of full parameters allocated at that moment) are repor
 median step time, the final weights' largest difference from the first configuration, and the
 bytes the rank keeps between steps.
 """
+
 import argparse
 import os
 import statistics
@@ -45,7 +46,14 @@ class Report:
     num_params: int
 
 
-def train(prefetch: Prefetch, config: GPTConfig, steps: int, batch: int, me: zb.Rank, dtype=torch.float32) -> dict:
+def train(
+    prefetch: Prefetch,
+    config: GPTConfig,
+    steps: int,
+    batch: int,
+    me: zb.Rank,
+    dtype=torch.float32,
+) -> dict:
     torch.manual_seed(0)
     model = GPT(config).to(dtype).to(me.device)
     zero = Zero3AdamW(model, unit_types=(Block,), lr=1e-3, prefetch=prefetch)
@@ -56,15 +64,23 @@ def train(prefetch: Prefetch, config: GPTConfig, steps: int, batch: int, me: zb.
         start = time.perf_counter()
         train_step(model, zero, tokens)
         seconds.append(time.perf_counter() - start)
-    events = [replace(e, t=e.t - start) for e in zero.events]  # seconds since the step began
+    events = [
+        replace(e, t=e.t - start) for e in zero.events
+    ]  # seconds since the step began
     zero.gather_all()
     weights = flat_weights(model)
-    return {"weights": weights, "events": events, "seconds": statistics.median(seconds[1:] or seconds),
-            "persistent_bytes": measure.unique_bytes(zero.persistent_tensors()),
-            "unit_bytes": {u.name: u.full_bytes for u in zero.units}}
+    return {
+        "weights": weights,
+        "events": events,
+        "seconds": statistics.median(seconds[1:] or seconds),
+        "persistent_bytes": measure.unique_bytes(zero.persistent_tensors()),
+        "unit_bytes": {u.name: u.full_bytes for u in zero.units},
+    }
 
 
-def chrome_trace(prefetch: Prefetch, config: GPTConfig, batch: int, path: str, me: zb.Rank) -> list[str]:
+def chrome_trace(
+    prefetch: Prefetch, config: GPTConfig, batch: int, path: str, me: zb.Rank
+) -> list[str]:
     """Profile one step (after a warm-up) with torch.profiler, write its Chrome trace to `path`,
     and return the names of our ranges and of the collectives recorded in it."""
     torch.manual_seed(0)
@@ -73,7 +89,9 @@ def chrome_trace(prefetch: Prefetch, config: GPTConfig, batch: int, path: str, m
     tokens = random_batch(config, batch, seed=me.rank).to(me.device)
     activities = [torch.profiler.ProfilerActivity.CPU]
     if tokens.is_cuda:
-        activities.append(torch.profiler.ProfilerActivity.CUDA)  # kernels, with the stream each ran on
+        activities.append(
+            torch.profiler.ProfilerActivity.CUDA
+        )  # kernels, with the stream each ran on
     for step in range(2):
         with torch.profiler.profile(activities=activities) as profiler:
             next_token_loss(model, tokens).backward()
@@ -84,7 +102,9 @@ def chrome_trace(prefetch: Prefetch, config: GPTConfig, batch: int, path: str, m
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     profiler.export_chrome_trace(path)
     names = {e.name for e in profiler.events()}
-    return sorted(n for n in names if n.startswith("zero3 ") or "gather" in n or "scatter" in n)
+    return sorted(
+        n for n in names if n.startswith("zero3 ") or "gather" in n or "scatter" in n
+    )
 
 
 def main() -> None:
@@ -95,21 +115,36 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
-    parser.add_argument("--trace", help="also write a Chrome trace of one step of the first config "
-                        "to TRACE/trace_rank<r>.json (open in chrome://tracing or ui.perfetto.dev)")
+    parser.add_argument(
+        "--trace",
+        help="also write a Chrome trace of one step of the first config "
+        "to TRACE/trace_rank<r>.json (open in chrome://tracing or ui.perfetto.dev)",
+    )
     cli = parser.parse_args()
     me = zb.setup()
-    config = GPTConfig(vocab=256, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=64)
+    config = GPTConfig(
+        vocab=256, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=64
+    )
     dtype = getattr(torch, cli.dtype)
-    runs = {name: train(CONFIGS[name], config, cli.steps, cli.batch, me, dtype) for name in cli.configs.split(",")}
+    runs = {
+        name: train(CONFIGS[name], config, cli.steps, cli.batch, me, dtype)
+        for name in cli.configs.split(",")
+    }
     first = next(iter(runs.values()))["weights"]
     for run in runs.values():
         run["diff"] = (run.pop("weights") - first).abs().max().item()
     trace = None
     if cli.trace:
         path = f"{cli.trace}/trace_rank{me.rank}.json"
-        trace = {"path": path, "names": chrome_trace(CONFIGS[cli.configs.split(",")[0]], config, cli.batch, path, me)}
-    zb.report(**asdict(Report(runs, trace, sum(p.numel() for p in GPT(config).parameters()))))
+        trace = {
+            "path": path,
+            "names": chrome_trace(
+                CONFIGS[cli.configs.split(",")[0]], config, cli.batch, path, me
+            ),
+        }
+    zb.report(
+        **asdict(Report(runs, trace, sum(p.numel() for p in GPT(config).parameters())))
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ prints). Methods: torch DDP + AdamW; DDP + ZeroRedundancyOptimizer; our stage 1;
 up to 2 reduce-scatters in flight during backward ("overlap"); our stage 2 waiting for each one
 before backward goes on ("no overlap").
 """
+
 import argparse
 import statistics
 
@@ -23,7 +24,9 @@ from zerobook.training import timed_steps
 from zerobook.zero import Zero1AdamW, Zero2AdamW
 
 METHODS = ["ddp", "zero_ro", "zero1", "zero2_overlap", "zero2_no_overlap"]
-BUCKET_NUMEL = 2**18  # 1 MiB of fp32, torch DDP's first-bucket size (the performance model's ZERO2_BUCKET_NUMEL)
+BUCKET_NUMEL = (
+    2**18
+)  # 1 MiB of fp32, torch DDP's first-bucket size (the performance model's ZERO2_BUCKET_NUMEL)
 
 
 def build(method: str, config: GPTConfig, device: str):
@@ -34,11 +37,15 @@ def build(method: str, config: GPTConfig, device: str):
         wrapped = DistributedDataParallel(model)
         if method == "ddp":
             return wrapped, torch.optim.AdamW(model.parameters(), lr=1e-4)
-        return wrapped, ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-4)
+        return wrapped, ZeroRedundancyOptimizer(
+            model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-4
+        )
     if method == "zero1":
         return model, Zero1AdamW(model.parameters(), lr=1e-4)
     in_flight = 2 if method == "zero2_overlap" else 0  # 0: wait for each bucket at once
-    return model, Zero2AdamW(model.parameters(), lr=1e-4, bucket_numel=BUCKET_NUMEL, max_in_flight=in_flight)
+    return model, Zero2AdamW(
+        model.parameters(), lr=1e-4, bucket_numel=BUCKET_NUMEL, max_in_flight=in_flight
+    )
 
 
 def main() -> None:
@@ -50,7 +57,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     cli = parser.parse_args()
     me = zb.setup()
-    config = GPTConfig(vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=128)
+    config = GPTConfig(
+        vocab=4096, hidden=cli.hidden, layers=cli.layers, heads=4, seq_len=128
+    )
     built = {m: build(m, config, me.device) for m in METHODS}
     batch = random_batch(config, cli.batch, seed=me.rank).to(me.device)
     seconds = {m: [] for m in METHODS}
@@ -59,9 +68,12 @@ def main() -> None:
     for _ in range(cli.rounds):
         for m in METHODS:
             seconds[m] += timed_steps(*built[m], batch, cli.steps)
-    zb.report(median={m: statistics.median(s) for m, s in seconds.items()},
-              num_params=sum(p.numel() for p in built["zero1"][0].parameters()),
-              backend=me.backend, device=me.device)
+    zb.report(
+        median={m: statistics.median(s) for m, s in seconds.items()},
+        num_params=sum(p.numel() for p in built["zero1"][0].parameters()),
+        backend=me.backend,
+        device=me.device,
+    )
 
 
 if __name__ == "__main__":

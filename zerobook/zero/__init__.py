@@ -1,16 +1,17 @@
 """ZeRO from scratch, stage by stage, each building on the one before (by import, not by copy).
 
-    flat.py    one flat buffer of parameters (and one of gradients), padded to N equal shards
-    master.py  the fp32 master shard and AdamW over it, with global-norm clipping (every stage)
-    stage1.py  ZeRO-1: shard the fp32 master weights and AdamW's moments
-    stage2.py  ZeRO-2: also shard the gradients, reduce-scattered bucket by bucket in backward
-    units.py   ZeRO-3's unit: a module's parameters as a shard, gathered only while in use
-    stage3.py  ZeRO-3 (FSDP): shard the parameters too, gathered and freed unit by unit (Zero3
-               takes any torch.optim optimizer; Zero3AdamW is it with AdamW)
-    prefetch.py  which unit to gather ahead, and the limit on units gathered (Prefetch)
-    timeline.py  ZeRO-3's events as typed records (Event), their Gantt bars, profiler ranges
-    sharded_optimizer.py  ZeRO-1 over any torch.optim optimizer (like ZeroRedundancyOptimizer)
+flat.py    one flat buffer of parameters (and one of gradients), padded to N equal shards
+master.py  the fp32 master shard and AdamW over it, with global-norm clipping (every stage)
+stage1.py  ZeRO-1: shard the fp32 master weights and AdamW's moments
+stage2.py  ZeRO-2: also shard the gradients, reduce-scattered bucket by bucket in backward
+units.py   ZeRO-3's unit: a module's parameters as a shard, gathered only while in use
+stage3.py  ZeRO-3 (FSDP): shard the parameters too, gathered and freed unit by unit (Zero3
+           takes any torch.optim optimizer; Zero3AdamW is it with AdamW)
+prefetch.py  which unit to gather ahead, and the limit on units gathered (Prefetch)
+timeline.py  ZeRO-3's events as typed records (Event), their Gantt bars, profiler ranges
+sharded_optimizer.py  ZeRO-1 over any torch.optim optimizer (like ZeroRedundancyOptimizer)
 """
+
 from zerobook.zero.flat import FlatParams
 from zerobook.zero.prefetch import Prefetch
 from zerobook.zero.sharded_optimizer import ShardedOptimizer
@@ -19,4 +20,13 @@ from zerobook.zero.stage2 import Zero2AdamW
 from zerobook.zero.stage3 import Zero3, Zero3AdamW
 from zerobook.zero.timeline import Event
 
-__all__ = ["Event", "FlatParams", "Prefetch", "ShardedOptimizer", "Zero1AdamW", "Zero2AdamW", "Zero3", "Zero3AdamW"]
+__all__ = [
+    "Event",
+    "FlatParams",
+    "Prefetch",
+    "ShardedOptimizer",
+    "Zero1AdamW",
+    "Zero2AdamW",
+    "Zero3",
+    "Zero3AdamW",
+]

@@ -7,6 +7,7 @@ forward_prefetch, BackwardPrefetch and limit_all_gathers).
 Units run forward in the order of model.named_modules() (a stack of blocks does), and backward
 in reverse, the root first (its output, the logits, is where backward starts).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,9 +27,13 @@ class Prefetch:
 
     def __post_init__(self):
         if self.backward not in (None, "pre", "post"):
-            raise ValueError(f"backward prefetch must be None, 'pre' or 'post', not {self.backward!r}")
+            raise ValueError(
+                f"backward prefetch must be None, 'pre' or 'post', not {self.backward!r}"
+            )
         if self.depth < 1 or (self.max_gathered is not None and self.max_gathered < 1):
-            raise ValueError(f"prefetch depth and max_gathered must be >= 1, not {self.depth} and {self.max_gathered}")
+            raise ValueError(
+                f"prefetch depth and max_gathered must be >= 1, not {self.depth} and {self.max_gathered}"
+            )
 
 
 def orders(units: list) -> tuple[list, list]:
@@ -42,7 +47,7 @@ def prefetch_after(unit, order: list, prefetch: Prefetch, log) -> None:
     """Start gathering the `prefetch.depth` units after `unit` in `order` (async), nearest first,
     unless the limit says no; `log(what, unit)` records "prefetch" and "prefetch skipped"."""
     index = order.index(unit)
-    for later in order[index + 1:index + 1 + prefetch.depth]:
+    for later in order[index + 1 : index + 1 + prefetch.depth]:
         if later.gathered or later.pending is not None:
             continue
         gathered = sum(u.gathered for u in order if u.name != "root")

@@ -14,6 +14,7 @@ hyperparameters into the rank's own optimizer first. The gradients must already 
 (DDP's all-reduce, for instance); after the local step every parameter is broadcast from the rank
 that owns it.
 """
+
 from __future__ import annotations
 
 import torch
@@ -43,7 +44,9 @@ def deal(params: list, owned: list[list], load: list[int]) -> None:
 def full_defaults(optimizer_class, defaults: dict) -> dict:
     """Every hyperparameter `optimizer_class` has, with `defaults` applied (what its state_dict
     lists for each group), read off a throwaway instance."""
-    return dict(optimizer_class([torch.nn.Parameter(torch.zeros(1))], **defaults).defaults)
+    return dict(
+        optimizer_class([torch.nn.Parameter(torch.zeros(1))], **defaults).defaults
+    )
 
 
 class ShardedOptimizer(torch.optim.Optimizer):
@@ -54,7 +57,10 @@ class ShardedOptimizer(torch.optim.Optimizer):
         self.rank, self.world_size = dist.get_rank(group), dist.get_world_size(group)
         self.owned: list[list] = [[] for _ in range(self.world_size)]
         self.load = [0] * self.world_size
-        self.local, self.local_group = None, {}  # this rank's optimizer; global -> its group index
+        self.local, self.local_group = (
+            None,
+            {},
+        )  # this rank's optimizer; global -> its group index
         self.consolidated = None
         super().__init__(param_groups(params), full_defaults(optimizer_class, defaults))
 
@@ -65,21 +71,24 @@ class ShardedOptimizer(torch.optim.Optimizer):
         group = self.param_groups[-1]
         before = [len(o) for o in self.owned]
         deal(group["params"], self.owned, self.load)
-        mine = self.owned[self.rank][before[self.rank]:]
+        mine = self.owned[self.rank][before[self.rank] :]
         if mine:
             local = {**group, "params": mine}
             if self.local is None:
                 self.local = self.optimizer_class([local])
             else:
                 self.local.add_param_group(local)
-            self.local_group[len(self.param_groups) - 1] = len(self.local.param_groups) - 1
+            self.local_group[len(self.param_groups) - 1] = (
+                len(self.local.param_groups) - 1
+            )
 
     def sync_hyperparameters(self) -> None:
         """Copy each group's hyperparameters (lr, weight decay, ...: what a scheduler changes)
         into this rank's own optimizer."""
         for index, local in self.local_group.items():
             self.local.param_groups[local].update(
-                {k: v for k, v in self.param_groups[index].items() if k != "params"})
+                {k: v for k, v in self.param_groups[index].items() if k != "params"}
+            )
 
     def step(self, closure=None):
         """Local step on this rank's parameters, then one broadcast per parameter from its owner.
@@ -99,26 +108,45 @@ class ShardedOptimizer(torch.optim.Optimizer):
     def broadcast_owned(self) -> None:
         """Every parameter from the rank that owns it (one broadcast per tensor)."""
         for owner, params in enumerate(self.owned):
-            source = dist.get_global_rank(self.process_group, owner) if self.process_group else owner
+            source = (
+                dist.get_global_rank(self.process_group, owner)
+                if self.process_group
+                else owner
+            )
             for p in params:
                 dist.broadcast(p, src=source, group=self.process_group)
 
     def index_of(self) -> dict[int, int]:
         """id(parameter) -> its index in a state dict (the order of param_groups, as torch.optim)."""
-        return {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
+        return {
+            id(p): i
+            for i, p in enumerate(p for g in self.param_groups for p in g["params"])
+        }
 
     def consolidate_state_dict(self, to: int | None = 0) -> None:
         """Gather every rank's optimizer state on rank `to` (None: on every rank); call it on
         every rank. Then `state_dict()` there returns the whole optimizer's."""
         index = self.index_of()
-        mine = {} if self.local is None else {
-            index[id(p)]: {k: v.cpu() if torch.is_tensor(v) else v for k, v in state.items()}
-            for p, state in self.local.state.items()}
+        mine = (
+            {}
+            if self.local is None
+            else {
+                index[id(p)]: {
+                    k: v.cpu() if torch.is_tensor(v) else v for k, v in state.items()
+                }
+                for p, state in self.local.state.items()
+            }
+        )
         parts = [None] * self.world_size
         if to is None:
             dist.all_gather_object(parts, mine, group=self.process_group)
         else:
-            dist.gather_object(mine, parts if self.rank == to else None, dst=to, group=self.process_group)
+            dist.gather_object(
+                mine,
+                parts if self.rank == to else None,
+                dst=to,
+                group=self.process_group,
+            )
         if to is None or self.rank == to:
             self.consolidated = {i: s for part in parts for i, s in part.items()}
 
@@ -126,21 +154,34 @@ class ShardedOptimizer(torch.optim.Optimizer):
         """The whole optimizer's state dict, in torch.optim's format (a plain `optimizer_class`
         over all the parameters can load it), after `consolidate_state_dict` on this rank."""
         if self.consolidated is None:
-            raise RuntimeError("ShardedOptimizer.state_dict(): each rank holds only its shard's state; "
-                               "call consolidate_state_dict(to=RANK) on every rank first, then "
-                               "state_dict() on RANK")
+            raise RuntimeError(
+                "ShardedOptimizer.state_dict(): each rank holds only its shard's state; "
+                "call consolidate_state_dict(to=RANK) on every rank first, then "
+                "state_dict() on RANK"
+            )
         index, groups = self.index_of(), []
         for group in self.param_groups:
-            groups.append({**{k: v for k, v in group.items() if k != "params"},
-                           "params": [index[id(p)] for p in group["params"]]})
-        return {"state": dict(sorted(self.consolidated.items())), "param_groups": groups}
+            groups.append(
+                {
+                    **{k: v for k, v in group.items() if k != "params"},
+                    "params": [index[id(p)] for p in group["params"]],
+                }
+            )
+        return {
+            "state": dict(sorted(self.consolidated.items())),
+            "param_groups": groups,
+        }
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Take a whole optimizer's state dict (every rank passes the same one): the groups'
         hyperparameters, and the state of the parameters this rank owns."""
         saved = state_dict["param_groups"]
-        if [len(g["params"]) for g in saved] != [len(g["params"]) for g in self.param_groups]:
-            raise ValueError("the state dict's parameter groups do not match this optimizer's")
+        if [len(g["params"]) for g in saved] != [
+            len(g["params"]) for g in self.param_groups
+        ]:
+            raise ValueError(
+                "the state dict's parameter groups do not match this optimizer's"
+            )
         for group, loaded in zip(self.param_groups, saved):
             group.update({k: v for k, v in loaded.items() if k != "params"})
         if self.local is not None:
@@ -151,11 +192,19 @@ class ShardedOptimizer(torch.optim.Optimizer):
         """The part of a whole state dict that this rank's own optimizer holds, in its numbering."""
         index = self.index_of()
         local_params = [p for g in self.local.param_groups for p in g["params"]]
-        local_state = {i: state[index[id(p)]] for i, p in enumerate(local_params) if index[id(p)] in state}
+        local_state = {
+            i: state[index[id(p)]]
+            for i, p in enumerate(local_params)
+            if index[id(p)] in state
+        }
         groups, start = [], 0
         for group in self.local.param_groups:
-            groups.append({**{k: v for k, v in group.items() if k != "params"},
-                           "params": list(range(start, start + len(group["params"])))})
+            groups.append(
+                {
+                    **{k: v for k, v in group.items() if k != "params"},
+                    "params": list(range(start, start + len(group["params"]))),
+                }
+            )
             start += len(group["params"])
         return {"state": local_state, "param_groups": groups}
 

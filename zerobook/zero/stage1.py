@@ -9,6 +9,7 @@ A step is three moves (Rajbhandari et al. 2020, P_os):
 3. all-gather the updated 16-bit shards back into every rank's flat parameters.
 Traffic per rank: (N-1)/N of the buffer for each collective, 2Ψ(N-1)/N elements, as DDP.
 """
+
 from __future__ import annotations
 
 import torch
@@ -22,18 +23,24 @@ from zerobook.zero.master import MasterShard
 def reduce_scatter_grads(flat: FlatParams, group=None) -> torch.Tensor:
     """Reduce-scatter (SUM) each bucket of flat gradients; returns this rank's shard (numel/N), averaged."""
     world_size = dist.get_world_size(group)
-    shard = torch.empty(flat.shard_numel, dtype=flat.flat_grad.dtype, device=flat.flat_grad.device)
+    shard = torch.empty(
+        flat.shard_numel, dtype=flat.flat_grad.dtype, device=flat.flat_grad.device
+    )
     for bucket, (offset, n) in zip(flat.buckets, flat.local_slices()):
-        dist.reduce_scatter_tensor(shard[offset:offset + n], flat.bucket_view(flat.flat_grad, bucket),
-                                   group=group)
+        dist.reduce_scatter_tensor(
+            shard[offset : offset + n],
+            flat.bucket_view(flat.flat_grad, bucket),
+            group=group,
+        )
     return shard.div_(world_size)
 
 
 def all_gather_params(flat: FlatParams, shard: torch.Tensor, group=None) -> None:
     """All-gather every rank's updated shard (numel/N) into the flat parameters, bucket by bucket."""
     for bucket, (offset, n) in zip(flat.buckets, flat.local_slices()):
-        dist.all_gather_into_tensor(flat.bucket_view(flat.flat, bucket), shard[offset:offset + n],
-                                    group=group)
+        dist.all_gather_into_tensor(
+            flat.bucket_view(flat.flat, bucket), shard[offset : offset + n], group=group
+        )
 
 
 class Zero1AdamW(MasterShard):
@@ -44,14 +51,30 @@ class Zero1AdamW(MasterShard):
     parameter is held once. Each rank's shard is cut into runs by group (`MasterShard`).
     """
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, group=None):
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+        group=None,
+    ):
         self.group, self.rank = group, dist.get_rank(group)
         groups = param_groups(params)
-        self.flat = self.make_flat([p for g in groups for p in g["params"]], dist.get_world_size(group))
+        self.flat = self.make_flat(
+            [p for g in groups for p in g["params"]], dist.get_world_size(group)
+        )
         labels = [index for index, g in enumerate(groups) for _ in g["params"]]
-        self.build_master(self.flat.shard(self.flat.flat, self.rank), self.flat.shard_segments(self.rank, labels),
-                          groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        self.build_master(
+            self.flat.shard(self.flat.flat, self.rank),
+            self.flat.shard_segments(self.rank, labels),
+            groups,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+        )
 
     def make_flat(self, params, world_size: int) -> FlatParams:
         """Stage 1: one bucket, and a full flat gradient buffer that backward fills."""

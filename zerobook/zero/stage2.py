@@ -9,6 +9,7 @@ backward goes on, its buffer freed when that finishes. At most `max_in_flight` b
 flight (a new one waits for the oldest), so a rank keeps its gradient shard, 2Ψ/N bytes in 16 bits,
 plus a bounded number of buckets (Rajbhandari et al. 2020, P_os+g).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,32 +30,56 @@ class Zero2AdamW(Zero1AdamW):
     the block reduces them once (traffic paid once, but 2Ψ of gradients held meanwhile).
     """
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, group=None, bucket_numel: int = 2**16,
-                 max_in_flight: int = 2):
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+        group=None,
+        bucket_numel: int = 2**16,
+        max_in_flight: int = 2,
+    ):
         self.bucket_numel, self.max_in_flight = bucket_numel, max_in_flight
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, group=group)
+        super().__init__(
+            params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, group=group
+        )
         flat = self.flat
-        self.grad_shard = torch.zeros(flat.shard_numel, dtype=flat.flat.dtype, device=flat.flat.device)
-        self.where = {id(p): b for b, bucket in enumerate(flat.buckets)
-                      for p in flat.params[bucket.first:bucket.last]}
+        self.grad_shard = torch.zeros(
+            flat.shard_numel, dtype=flat.flat.dtype, device=flat.flat.device
+        )
+        self.where = {
+            id(p): b
+            for b, bucket in enumerate(flat.buckets)
+            for p in flat.params[bucket.first : bucket.last]
+        }
         self.offset = {id(p): o for p, o in zip(flat.params, flat.offsets)}
         self.buffers: dict[int, torch.Tensor] = {}
         self.in_flight: list = []  # (bucket index, work, output shard, input buffer)
         self.arrived = [0] * len(flat.buckets)
         self.syncing = True
-        self.timeline: list[tuple[str, int]] = []  # (event, gradient bytes held), for the plots
+        self.timeline: list[
+            tuple[str, int]
+        ] = []  # (event, gradient bytes held), for the plots
         self.live_bytes = self.peak_bytes = self._owned_bytes()
-        self.hooks = [p.register_post_accumulate_grad_hook(self.on_grad) for p in flat.params]
+        self.hooks = [
+            p.register_post_accumulate_grad_hook(self.on_grad) for p in flat.params
+        ]
 
     def make_flat(self, params, world_size: int) -> FlatParams:
         """Stage 2: many buckets, and no full flat gradient buffer."""
-        return FlatParams(params, world_size, bucket_numel=self.bucket_numel, flat_grads=False)
+        return FlatParams(
+            params, world_size, bucket_numel=self.bucket_numel, flat_grads=False
+        )
 
     def _owned_bytes(self) -> int:
         """Gradient bytes this optimizer holds now: the shard, bucket buffers, reduce-scatter outputs."""
-        tensors = [self.grad_shard, *self.buffers.values(),
-                   *(t for _, _, out, buffer in self.in_flight for t in (out, buffer))]
+        tensors = [
+            self.grad_shard,
+            *self.buffers.values(),
+            *(t for _, _, out, buffer in self.in_flight for t in (out, buffer)),
+        ]
         return sum(t.numel() * t.element_size() for t in tensors)
 
     @contextlib.contextmanager
@@ -77,12 +102,16 @@ class Zero2AdamW(Zero1AdamW):
         index = self.where[id(param)]
         bucket = self.flat.buckets[index]
         if index not in self.buffers:
-            self.buffers[index] = torch.zeros(bucket.numel, dtype=param.dtype, device=param.device)
+            self.buffers[index] = torch.zeros(
+                bucket.numel, dtype=param.dtype, device=param.device
+            )
         start = self.offset[id(param)] - bucket.start
-        self.buffers[index][start:start + param.numel()].add_(param.grad.reshape(-1))
+        self.buffers[index][start : start + param.numel()].add_(param.grad.reshape(-1))
         self._track(f"grad {index}", param.grad.numel() * param.grad.element_size())
         param.grad = None  # the full gradient is not kept
-        if self.syncing:  # under no_sync only accumulate: the backward after it counts arrivals
+        if (
+            self.syncing
+        ):  # under no_sync only accumulate: the backward after it counts arrivals
             self.arrived[index] += 1
             if self.arrived[index] == bucket.last - bucket.first:
                 self.launch(index)
@@ -91,19 +120,27 @@ class Zero2AdamW(Zero1AdamW):
         """Reduce-scatter bucket `index` asynchronously: numel in, numel/N out."""
         buffer = self.buffers.pop(index)
         self.arrived[index] = 0
-        out = torch.empty(buffer.numel() // self.flat.world_size, dtype=buffer.dtype, device=buffer.device)
+        out = torch.empty(
+            buffer.numel() // self.flat.world_size,
+            dtype=buffer.dtype,
+            device=buffer.device,
+        )
         work = dist.reduce_scatter_tensor(out, buffer, group=self.group, async_op=True)
         self.in_flight.append((index, work, out, buffer))
         self._track(f"launch {index}")
-        while len(self.in_flight) > self.max_in_flight:  # the rate limit: wait for the oldest
+        while (
+            len(self.in_flight) > self.max_in_flight
+        ):  # the rate limit: wait for the oldest
             self._retire(*self.in_flight.pop(0))
 
-    def _retire(self, index: int, work, out: torch.Tensor, buffer: torch.Tensor) -> None:
+    def _retire(
+        self, index: int, work, out: torch.Tensor, buffer: torch.Tensor
+    ) -> None:
         """Wait for bucket `index`'s reduce-scatter and add its mean over the N ranks to the
         gradient shard (divided now, as DDP averages each micro-batch: the same bits for any N)."""
         work.wait()
         offset, n = self.flat.local_slices()[index]
-        self.grad_shard[offset:offset + n].add_(out.div_(self.flat.world_size))
+        self.grad_shard[offset : offset + n].add_(out.div_(self.flat.world_size))
         self._track(f"done {index}")
 
     def _track(self, event: str, extra: int = 0) -> None:

@@ -8,15 +8,32 @@ Chrome trace shows.
 In a report an Event travels as a dict with the same keys; `events_from` turns those back into
 Events on the notebook side. Pure Python (torch.profiler only once a span opens), so plots use it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-GATHERS = ("gather", "gather (backward)", "gather (recompute)", "prefetch")  # a gather is issued
-SPANS = {"gather": "wait all-gather", "gather (recompute)": "wait all-gather", "compute": "forward",
-         "gather (backward)": "wait all-gather", "backward": "backward",
-         "reduce-scatter": "reduce-scatter"}  # event -> the profiler range it opens
-SPAN_ENDS = {"compute", "computed", "backward", "reduce-scatter", "reduced"}  # events that close one
+GATHERS = (
+    "gather",
+    "gather (backward)",
+    "gather (recompute)",
+    "prefetch",
+)  # a gather is issued
+SPANS = {
+    "gather": "wait all-gather",
+    "gather (recompute)": "wait all-gather",
+    "compute": "forward",
+    "gather (backward)": "wait all-gather",
+    "backward": "backward",
+    "reduce-scatter": "reduce-scatter",
+}  # event -> the profiler range it opens
+SPAN_ENDS = {
+    "compute",
+    "computed",
+    "backward",
+    "reduce-scatter",
+    "reduced",
+}  # events that close one
 
 
 @dataclass(frozen=True)
@@ -36,7 +53,11 @@ def events_from(records) -> list[Event]:
 
 def index(events, what: str, unit: str, after: int = 0) -> int:
     """Position of the first event (what, unit) at or after `after`."""
-    return next(i for i, e in enumerate(events_from(events)) if i >= after and (e.what, e.unit) == (what, unit))
+    return next(
+        i
+        for i, e in enumerate(events_from(events))
+        if i >= after and (e.what, e.unit) == (what, unit)
+    )
 
 
 def peak(events) -> int:
