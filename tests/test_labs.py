@@ -550,7 +550,7 @@ LAB4_MISTAKES = {  # name -> (replacements in the solution, parts that fail, wor
          "        for piece in self.pieces.values():\n",
          "        for param in self.params:\n            param.grad = None\n"
          "        for piece in self.pieces.values():\n"),
-        {"held"}, "still held after its bucket's reduce-scatter started"),
+        {"held"}, "still held after the reduce-scatter of its bucket started"),
     "all_reduce": (
         ("        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
          "        work = dist.all_reduce(flat, async_op=True)\n",

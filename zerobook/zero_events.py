@@ -218,8 +218,8 @@ def held_problems(step: dict, report: dict, name: str = "") -> list[str]:
         when, kept = moment(step["events"], at), [p for p in kept if p in launched]
         if kept:
             late.append(
-                f"{when}, param.grad of {be.listed(kept)} still held after its "
-                "bucket's reduce-scatter started: set it to None in the hook"
+                f"{when}, param.grad of {be.listed(kept)} still held after the "
+                "reduce-scatter of its bucket started: set it to None in the hook"
             )
         if held > sum(parts):
             over.append(

@@ -194,7 +194,7 @@ def piece_verdicts(optimizer, names: list, per_rank: dict, me) -> dict:
         grad = master.grad
         out[name] = verdict(grad, mean, grads, n, r)
         means &= {w for w, m in mean.items() if grad is not None and same(grad, m[r])}
-    return {"grads": out, "means": sorted(means)}
+    return {"grads": out, "means": sorted(means) if out else []}
 
 
 def same(grad, piece) -> bool:
