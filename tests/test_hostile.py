@@ -325,29 +325,39 @@ def ddp_submissions() -> dict[str, str]:
             "patch_wait": script(waits_at_once + PATCH_WAIT)}
 
 
-@pytest.fixture(scope="module")
-def graded_ddp(tmp_path_factory):
-    """One grading run of the Lab 2 submissions above (its own course directory)."""
+def graded_class(tmp_path_factory, lab: str, submissions: dict, points: dict):
+    """One grading run of `submissions` (student -> notebook) of `lab`, in a course
+    directory of its own: (root, the grading's process, scores)."""
     from grading_helpers import sandbox_or_not
 
     if sandbox_or_not():
         pytest.skip("bubblewrap does not work here: hostile submissions are graded only in the sandbox")
-    root = tmp_path_factory.mktemp("hostile_ddp")
-    run_grading("release", "--only", "ddp", root=root)
-    for student, notebook in ddp_submissions().items():
-        folder = root / "submitted" / student / "ddp"
+    root = tmp_path_factory.mktemp(f"hostile_{lab}")
+    run_grading("release", "--only", lab, root=root)
+    for student, notebook in submissions.items():
+        folder = root / "submitted" / student / lab
         folder.mkdir(parents=True)
-        (folder / "ddp.ipynb").write_text(notebook)
+        (folder / f"{lab}.ipynb").write_text(notebook)
     done = run_grading("grade", "--jobs", "2", root=root, check=False)
-    return root, done, part_scores(root, "ddp", DDP_POINTS)
+    return root, done, part_scores(root, lab, points)
+
+
+def feedback_page(root, student, lab) -> str:
+    """The text of a student's feedback page for `lab`, tags removed."""
+    import re
+
+    page = (root / "feedback" / student / lab / f"{lab}.html").read_text()
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+@pytest.fixture(scope="module")
+def graded_ddp(tmp_path_factory):
+    """One grading run of the Lab 2 submissions above (its own course directory)."""
+    return graded_class(tmp_path_factory, "ddp", ddp_submissions(), DDP_POINTS)
 
 
 def ddp_page(root, student) -> str:
-    import html
-    import re
-
-    page = (root / "feedback" / student / "ddp" / "ddp.html").read_text()
-    return html.unescape(re.sub(r"<[^>]+>", "", page))
+    return feedback_page(root, student, "ddp")
 
 
 def test_lab2_a_forged_report_scores_zero_everywhere_and_is_named(graded_ddp):
@@ -445,25 +455,11 @@ def zero_submissions() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def graded_zero(tmp_path_factory):
     """One grading run of the Lab 4 submissions above (its own course directory)."""
-    from grading_helpers import sandbox_or_not
-
-    if sandbox_or_not():
-        pytest.skip("bubblewrap does not work here: hostile submissions are graded only in the sandbox")
-    root = tmp_path_factory.mktemp("hostile_zero")
-    run_grading("release", "--only", "zero", root=root)
-    for student, notebook in zero_submissions().items():
-        folder = root / "submitted" / student / "zero"
-        folder.mkdir(parents=True)
-        (folder / "zero.ipynb").write_text(notebook)
-    done = run_grading("grade", "--jobs", "2", root=root, check=False)
-    return root, done, part_scores(root, "zero", ZERO_POINTS)
+    return graded_class(tmp_path_factory, "zero", zero_submissions(), ZERO_POINTS)
 
 
 def zero_page(root, student) -> str:
-    import re
-
-    page = (root / "feedback" / student / "zero" / "zero.html").read_text()
-    return html.unescape(re.sub(r"<[^>]+>", "", page))
+    return feedback_page(root, student, "zero")
 
 
 def test_lab4_a_forged_report_or_a_patched_meter_scores_zero_everywhere_and_is_named(graded_zero):
