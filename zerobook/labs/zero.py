@@ -12,8 +12,8 @@ seed on every rank and trains it STEPS steps with each optimizer of OPTIMIZERS, 
 sum in rank order (zerobook.parity), every reduce-scatter and all-gather in flight
 until waited on (zerobook.inflight), every collective metered (zerobook.comm). It
 reports the master pieces (whose piece each is), the optimizer's bytes, per step the
-events in order, the gradients each reduce-scatter's input held (zerobook.labs.
-zero_probe), the gradient bytes held at every hook, what each piece's .grad held after
+events in order, the gradients each reduce-scatter's input held (zerobook.zero_probe),
+the gradient bytes held at every hook, what each piece's .grad held after
 finish(), the step's traffic; and the weights against one process that sums the same
 per-rank gradients in rank order. The graded tests read it (zerobook.zero_events).
 """
@@ -25,9 +25,9 @@ from torch.autograd import grad
 
 import zerobook as zb
 from zerobook import measure
+from zerobook import zero_probe as probe
 from zerobook.comm import CommMeter
 from zerobook.inflight import Handle, InFlight
-from zerobook.labs import zero_probe as probe
 from zerobook.labs.harness import (
     borrowed,
     call_student,
@@ -53,6 +53,7 @@ OPTIMIZERS = {  # any element-wise torch.optim optimizer: two of them, in one la
 FORBIDDEN = (
     "zerobook.zero",  # the course's ZeRO, and its checks
     "zerobook.zero_events",
+    "zerobook.zero_probe",
     "zerobook.bucket_events",
     "torch.distributed.fsdp",
     "torch.distributed.optim",
@@ -113,7 +114,7 @@ def model_from(seed: int, me: zb.Rank) -> torch.nn.Module:
 
 def build(student, model, name: str, arrivals: Arrivals, me: zb.Rank):
     """The student's Zero2 over `model` with optimizer `name`; its optimizer; the master
-    pieces, each named by the piece of a parameter it is (zero_probe.identify)."""
+    pieces, each named by the piece of a parameter it is (zerobook.zero_probe.identify)."""
     optimizer_class, options = OPTIMIZERS[name]
     make = {
         "Zero2": partial(student.Zero2, **options)
