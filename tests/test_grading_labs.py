@@ -17,7 +17,8 @@ POINTS = {
     "ddp": {"test_broadcast": 1, "test_parity": 2, "test_once": 2, "test_buckets": 2, "test_overlap": 2,
             "test_waits": 1},
     "ring_allreduce": {"test_correct": 3, "test_bytes": 2},
-    "zero": {"test_parity": 2, "test_parity_zero2": 2, "test_memory": 3, "test_traffic": 2},
+    "zero": {"test_parity": 3, "test_state": 2, "test_held": 2, "test_buckets": 2, "test_overlap": 2,
+             "test_traffic": 1},
     "zero3": {"test_parity": 3, "test_memory": 3, "test_traffic": 2, "test_order": 2},
     "fsdp2": {"test_parity": 3, "test_memory": 2, "test_traffic": 2, "test_prefetch": 2, "test_checkpoint": 3},
 }

@@ -325,29 +325,39 @@ def ddp_submissions() -> dict[str, str]:
             "patch_wait": script(waits_at_once + PATCH_WAIT)}
 
 
-@pytest.fixture(scope="module")
-def graded_ddp(tmp_path_factory):
-    """One grading run of the Lab 2 submissions above (its own course directory)."""
+def graded_class(tmp_path_factory, lab: str, submissions: dict, points: dict):
+    """One grading run of `submissions` (student -> notebook) of `lab`, in a course
+    directory of its own: (root, the grading's process, scores)."""
     from grading_helpers import sandbox_or_not
 
     if sandbox_or_not():
         pytest.skip("bubblewrap does not work here: hostile submissions are graded only in the sandbox")
-    root = tmp_path_factory.mktemp("hostile_ddp")
-    run_grading("release", "--only", "ddp", root=root)
-    for student, notebook in ddp_submissions().items():
-        folder = root / "submitted" / student / "ddp"
+    root = tmp_path_factory.mktemp(f"hostile_{lab}")
+    run_grading("release", "--only", lab, root=root)
+    for student, notebook in submissions.items():
+        folder = root / "submitted" / student / lab
         folder.mkdir(parents=True)
-        (folder / "ddp.ipynb").write_text(notebook)
+        (folder / f"{lab}.ipynb").write_text(notebook)
     done = run_grading("grade", "--jobs", "2", root=root, check=False)
-    return root, done, part_scores(root, "ddp", DDP_POINTS)
+    return root, done, part_scores(root, lab, points)
+
+
+def feedback_page(root, student, lab) -> str:
+    """The text of a student's feedback page for `lab`, tags removed."""
+    import re
+
+    page = (root / "feedback" / student / lab / f"{lab}.html").read_text()
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+@pytest.fixture(scope="module")
+def graded_ddp(tmp_path_factory):
+    """One grading run of the Lab 2 submissions above (its own course directory)."""
+    return graded_class(tmp_path_factory, "ddp", ddp_submissions(), DDP_POINTS)
 
 
 def ddp_page(root, student) -> str:
-    import html
-    import re
-
-    page = (root / "feedback" / student / "ddp" / "ddp.html").read_text()
-    return html.unescape(re.sub(r"<[^>]+>", "", page))
+    return feedback_page(root, student, "ddp")
 
 
 def test_lab2_a_forged_report_scores_zero_everywhere_and_is_named(graded_ddp):
@@ -374,6 +384,110 @@ def test_lab2_a_patched_wait_that_hides_a_wait_at_once_scores_zero_and_is_named(
     root, _, scores = graded_ddp
     assert scores["patch_wait"] == {part: 0 for part in DDP_POINTS}
     assert "tampering: the student's code replaced Handle.wait" in ddp_page(root, "patch_wait")
+
+
+# Lab 4 (ZeRO-2 in FSDP2's layout): one run read by every test, as Lab 2's. Each submission
+# is the reference's rank script with a mistake, plus what it does on import.
+ZERO_POINTS = {"test_parity": 3, "test_state": 2, "test_held": 2, "test_buckets": 2, "test_overlap": 2,
+               "test_traffic": 1}
+FORGE_RUNS = '''
+import zerobook as zb
+_real = zb.report
+
+def _forged(**values):
+    for run in values["runs"].values():
+        run["parity"] = {"diff": 0.0, "worst": None}
+    _real(**values)
+
+zb.report = _forged
+'''
+HIDE_ALL_REDUCE = '''
+from zerobook import comm
+_real_record = comm.CommMeter._record_collective
+
+def _quiet(self, name, *args):
+    """Records every collective but the all-reduces (the traffic part would see them)."""
+    if name != "all_reduce":
+        _real_record(self, name, *args)
+
+comm.CommMeter._record_collective = _quiet
+'''
+BYPASS_REDUCE_SCATTER = '''
+import subprocess
+from torch.distributed import distributed_c10d
+
+def _unseen(output, input, op=None, group=None, async_op=False):
+    """The process group's own reduce-scatter: no record, no rank order, done at once."""
+    distributed_c10d._get_default_group()._reduce_scatter_base(output, input).wait()
+    return _Done() if async_op else None
+
+class _Done:
+    def wait(self, timeout=None):
+        return True
+
+dist.reduce_scatter_tensor = distributed_c10d.reduce_scatter_tensor = _unseen
+subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
+'''.replace("MARK", MARK + "-zero")
+
+
+def zero_submissions() -> dict[str, str]:
+    """The instructor's notebook, and four whose rank script attacks the one run or
+    imports what the lab forbids."""
+    from grading_helpers import source
+
+    from zerobook.grading import reference_script
+
+    reference = source("zero")
+    solution = reference_script(ROOT / "labs", "zero")
+    imports = "import torch.distributed as dist\n"
+    decay_1d = solution.replace('[{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]',
+                                '[{"params": decay + no_decay}]')
+    all_reduce = solution.replace("work = dist.reduce_scatter_tensor(out, flat, async_op=True)",
+                                  "work = dist.all_reduce(flat, async_op=True)")
+    script = lambda code: edit(reference, "rank_script", lambda s: "%%writefile zero_student.py\n" + code)
+    return {"reference": reference,
+            "forge_parity": script(decay_1d + FORGE_RUNS),
+            "hide_all_reduce": script(all_reduce + HIDE_ALL_REDUCE),
+            "bypass_reduce_scatter": script(solution.replace(imports, imports + BYPASS_REDUCE_SCATTER, 1)),
+            "borrows_fsdp": script(solution.replace(imports, imports + "from torch.distributed.fsdp import fully_shard\n", 1))}
+
+
+@pytest.fixture(scope="module")
+def graded_zero(tmp_path_factory):
+    """One grading run of the Lab 4 submissions above (its own course directory)."""
+    return graded_class(tmp_path_factory, "zero", zero_submissions(), ZERO_POINTS)
+
+
+def zero_page(root, student) -> str:
+    return feedback_page(root, student, "zero")
+
+
+def test_lab4_a_forged_report_or_a_patched_meter_scores_zero_everywhere_and_is_named(graded_zero):
+    root, done, scores = graded_zero
+    assert scores["reference"] == ZERO_POINTS, done.stdout[-3000:]
+    for student, named in (("forge_parity", "tampering: zb.report was replaced"),
+                           ("hide_all_reduce", "tampering: the student's code replaced CommMeter._record_collective")):
+        assert scores[student] == {part: 0 for part in ZERO_POINTS}, student
+        assert named in zero_page(root, student)
+
+
+def test_lab4_a_reduce_scatter_that_bypasses_the_record_scores_no_event_part(graded_zero):
+    """Its own reduce-scatter, through the process group: nothing recorded, so nothing the
+    events grade can pass; its layout and state still count; the process it left is gone."""
+    root, _, scores = graded_zero
+    theirs = scores["bypass_reduce_scatter"]
+    assert {part: theirs[part] for part in ("test_buckets", "test_overlap", "test_traffic")} == \
+        dict.fromkeys(("test_buckets", "test_overlap", "test_traffic"), 0)
+    assert theirs["test_state"] == ZERO_POINTS["test_state"]
+    assert "no dist.reduce_scatter_tensor in the step" in zero_page(root, "bypass_reduce_scatter")
+    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"]) if MARK + "-zero" in " ".join(p.info["cmdline"] or [])]
+    assert not left
+
+
+def test_lab4_a_file_that_imports_fsdp_scores_zero_saying_why(graded_zero):
+    root, _, scores = graded_zero
+    assert scores["borrows_fsdp"] == {part: 0 for part in ZERO_POINTS}
+    assert "torch.distributed.fsdp is" in zero_page(root, "borrows_fsdp")
 
 
 def test_a_ring_imported_from_the_course_scores_zero_saying_why(tmp_path):
