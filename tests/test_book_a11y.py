@@ -295,3 +295,24 @@ def test_no_built_file_loads_anything_from_another_host():
         found[str(path.relative_to(HTML))] = [u for u in urls if remote(u)]
     assert len(found) > len(pages())
     assert not {f: urls for f, urls in found.items() if urls}
+
+
+@needs_book
+def test_the_stage_explorer_says_what_its_sliders_show(browser):
+    """By keyboard alone: a slider moved with the arrow keys announces the value written
+    beside it ("64", "ZeRO-1 (P_os)"), not its raw position (log2 N), and the summary
+    under the picture is a live region, read out as it changes."""
+    browser.set_window_size(WIDTHS["desktop"], 1000)
+    load(browser, "chapters/memory_accounting.html")
+    root = browser.find_element("css selector", ".zb-stage-explorer")
+    said = (
+        "return [...arguments[0].querySelectorAll('input[type=range]')]"
+        ".map(i => [i.getAttribute('aria-valuetext'), i.nextElementSibling.textContent])"
+    )
+    before = browser.execute_script(said, root)
+    root.find_element("css selector", "[data-role=log2n]").send_keys("\ue014")  # right
+    after = browser.execute_script(said, root)
+    assert all(text and text == shown for text, shown in before + after), after
+    assert after[1] != before[1] and after[1][0] == str(2 * int(before[1][0]))
+    summary = root.find_element("css selector", "[data-out=summary]")
+    assert summary.get_attribute("aria-live") == "polite" and "per GPU" in summary.text
