@@ -51,9 +51,12 @@ def driver(user_data_dir, offline=OFFLINE):
 
 
 def requested_urls(browser) -> list[str]:
-    """URLs the page asked for since the last call (from the performance log)."""
+    """URLs the page asked for since the last call (from the performance log): every request,
+    whatever it fetches (document, frame, script, style sheet, font, image, fetch/XHR, prefetch),
+    and every WebSocket opened."""
     messages = [json.loads(entry["message"])["message"] for entry in browser.get_log("performance")]
-    return [m["params"]["request"]["url"] for m in messages if m["method"] == "Network.requestWillBeSent"]
+    return ([m["params"]["request"]["url"] for m in messages if m["method"] == "Network.requestWillBeSent"]
+            + [m["params"]["url"] for m in messages if m["method"] == "Network.webSocketCreated"])
 
 
 def leaves_the_machine(url: str) -> bool:

@@ -155,7 +155,8 @@ def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
 @pytest.mark.parametrize("width", WIDTHS.values(), ids=WIDTHS.keys())
 @pytest.mark.parametrize("page", pages())
 def test_page_renders_offline_and_fits_its_width_without_console_errors(page, width, browser):
-    """No request leaves the machine, no console error, the theme and the math rendered; at a
+    """No request leaves the machine (tests/test_book_a11y.py also reads every built file for
+    what it would load), no console error, the theme and the math rendered; at a
     desktop's and a phone's width the page never scrolls sideways and no code or output line is
     wider than the column; the whole page saved for review in _build/screenshots."""
     browser.set_window_size(width, 1000)
@@ -175,6 +176,9 @@ def test_page_renders_offline_and_fits_its_width_without_console_errors(page, wi
         shot = SHOTS / f"{page.replace('/', '__')}_{width}.png"
         first, *rest = full_page_screenshot(browser, shot)
         assert first.stat().st_size > 10_000 and all(f.is_file() for f in rest)
+        # the screenshot rendered the whole page: what loads late (lazy images, below the fold) too
+        late = [u for u in requested_urls(browser) if leaves_the_machine(u)]
+        assert not late, f"{page} asked the network for {late} once scrolled through"
     finally:
         browser.set_window_size(1280, 1600)
 

@@ -38,3 +38,39 @@ document.addEventListener("DOMContentLoaded", () => {
       .map((result) => isTerm(result) ? [result[0], `${result[1]} › ${termName(result)}`, ...result.slice(2)] : result);
   };
 });
+
+// Accessible names (tests/test_book.py runs axe-core on every page). A control's name must
+// contain the words it shows (WCAG 2.5.3). The search field shows "Search Ctrl+K" under the name
+// "Search": it is named by what it shows, the shortcut declared as one. The mode switch, named
+// "Color mode", shows the icon of the current mode, whose title ("Light", "Dark", "System
+// Settings") Font Awesome renders as text: the name says both, and follows the mode.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const button of document.querySelectorAll(".search-button-field")) {
+    button.removeAttribute("aria-label");
+    button.setAttribute("aria-keyshortcuts", "Control+K");
+  }
+  const html = document.documentElement;
+  const nameTheSwitch = () => {
+    for (const button of document.querySelectorAll(".theme-switch-button")) {
+      const icon = button.querySelector(`.theme-switch[data-mode="${html.dataset.mode}"]`);
+      const shown = icon?.getAttribute("title") ?? icon?.querySelector("title")?.textContent;
+      button.setAttribute("aria-label", shown ? `Color mode: ${shown}` : "Color mode");
+    }
+  };
+  nameTheSwitch();
+  new MutationObserver(nameTheSwitch).observe(html, {attributeFilter: ["data-mode"]});
+});
+
+// A table wider than the column scrolls in its own box (zerobook.css): while it is wider it takes
+// the keyboard's focus, so that the arrow keys scroll it (WCAG 2.1.1; axe: scrollable-region-focusable).
+document.addEventListener("DOMContentLoaded", () => {
+  const tables = document.querySelectorAll(".bd-article table");
+  const focusableIfScrolled = () => {
+    for (const table of tables) {
+      if (table.scrollWidth > table.clientWidth + 1) table.setAttribute("tabindex", "0");
+      else table.removeAttribute("tabindex");
+    }
+  };
+  focusableIfScrolled();
+  window.addEventListener("resize", focusableIfScrolled);
+});
