@@ -5,7 +5,7 @@ code that checks it (asserts, glue) one click away, behind a "Checked by code" t
     .venv/bin/python tests/check_cells.py --split  # first move each teaching cell's checks to a cell after it
 
 A cell is a check when at least half of its code lines are statements that check or glue: `assert`,
-`glue(...)`, or a loop whose body is only those. Such a cell is tagged `hide-input` with its toggle
+`glue(...)`, an import of glue or pytest, or a loop or `if` of only those (and assignments they read). Such a cell is tagged `hide-input` with its toggle
 named CHECKED (myst-nb's cell-level `code_prompt_show`): its output stays in view. A test keeps every
 chapter so (tests/test_notebooks.py).
 """
@@ -33,10 +33,17 @@ def is_check(statement: ast.stmt) -> bool:
             func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         ) == "glue"
     if isinstance(statement, ast.For):
-        return all(is_check(s) for s in statement.body) and not statement.orelse
+        return is_check_block(statement.body) and not statement.orelse
     if isinstance(statement, ast.If):  # glue one value or another
-        return all(is_check(s) for s in statement.body + statement.orelse)
+        return is_check_block(statement.body + statement.orelse)
     return False
+
+
+def is_check_block(statements: list[ast.stmt]) -> bool:
+    """Checks, and the assignments that only they read (at least one check)."""
+    assigns = (ast.Assign, ast.AugAssign, ast.AnnAssign)
+    kinds = [is_check(s) for s in statements]
+    return any(kinds) and all(k or isinstance(s, assigns) for s, k in zip(statements, kinds))
 
 
 def check_share(source: str) -> float:
@@ -78,6 +85,10 @@ def split_source(source: str) -> tuple[str, str]:
     except SyntaxError:  # IPython magics
         return "", ""
     kinds = [is_check_statement(s) for s in body]
+    for index, statement in enumerate(body):  # a name the teaching code reads later stays
+        later = [s for s, check in zip(body[index + 1 :], kinds[index + 1 :]) if not check]
+        if kinds[index] and bound(statement) & read(later):
+            kinds[index] = False
     if not body or all(kinds) or not any(kinds):
         return "", ""
     lines, owner, start = source.splitlines(), {}, 0
@@ -94,6 +105,16 @@ def split_source(source: str) -> tuple[str, str]:
         line for n, line in enumerate(lines) if kinds[owner.get(n, 0)] and n < start
     ]
     return "\n".join(teaching).strip("\n"), "\n".join(checks).strip("\n")
+
+
+def bound(statement: ast.stmt) -> set[str]:
+    """The names a statement assigns."""
+    return {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def read(statements: list[ast.stmt]) -> set[str]:
+    """The names some statement of `statements` reads."""
+    return {n.id for s in statements for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def split(path: Path) -> int:
