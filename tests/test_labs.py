@@ -320,6 +320,8 @@ def test_each_lab_shows_the_harness_lines_that_run_the_students_file():
     source = zb.grading.harness_source("zero", "StudentZero1", "student_zero2")
     assert source.startswith("class StudentZero1:") and "def student_zero2(model, student)" in source
     assert 'call_student(self.student, "zero1_step"' in source
+    source = zb.grading.harness_source("zero3", "Watch", "train")  # Lab 5's cell shows these
+    assert source.startswith("class Watch:") and 'call_student(make, "Zero3"' in source
     with pytest.raises(KeyError, match="defines no nothing_here"):
         zb.grading.harness_source("zero", "nothing_here")
     for path in sorted((ROOT / "labs").glob("*/*.ipynb")):
@@ -457,8 +459,7 @@ LAB5_MISTAKES = {  # name -> (old, new, the parts that fail, what one of them sa
                         {"forward", "backward"},
                         ("forward", "blocks.1's all-gather was blocking (async_op=False)")),
     "no_backward_prefetch": (BACKWARD_PREFETCH, "", {"backward"},
-                             ("backward", "blocks.1's all-gather was issued only after "
-                                          "blocks.2's backward had finished")),
+                             ("backward", "blocks.1's all-gather was issued only after blocks.2's")),
     "decay_on_1d": (GROUPS, "list(self.masters.values()), **options", {"parity"},
                     ("parity", "weight decay on 1-D blocks.0.ln1.weight")),
 }
@@ -504,3 +505,68 @@ def test_lab5_fully_shard_taken_inside_a_method_fails_the_whole_run(tmp_path):
     student = planted(tmp_path, "zero3", "late", step, late)
     with pytest.raises(zb.LaunchError, match="torch.distributed.fsdp is PyTorch's own"):
         zb.grading.run_part("zero3", student, "train", nproc=3)
+
+
+FLAT_ZERO3 = '''
+
+class Zero3(Zero3):
+    """The chapters' design instead: one flat buffer per unit, rank r keeping a contiguous
+    shard of it (zerobook.zero.units), over the same hooks."""
+
+    def __init__(self, model, units, optimizer_class, **options):
+        self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+        owned = {id(p) for unit in units for p in unit.parameters()}
+        flat = {model: [p for p in model.parameters() if id(p) not in owned]}
+        flat |= {unit: list(unit.parameters()) for unit in units}
+        self.shards = {u: self.pieces(torch.cat([p.detach().reshape(-1) for p in ps]))[self.rank].clone()
+                       for u, ps in flat.items()}
+        shards = lambda groups, **o: optimizer_class(list(self.shards.values()), **o)
+        super().__init__(model, units, shards, **options)
+
+    @torch.no_grad()
+    def gather(self, unit, async_op=False):
+        shard = self.shards[unit]
+        buffer = torch.empty(self.world_size * shard.numel())
+        for p in self.params[unit]:
+            p.untyped_storage().resize_(p.numel() * p.element_size())
+        handle = dist.all_gather_into_tensor(buffer, shard, async_op=async_op)
+        self.in_flight[unit] = (handle, buffer)
+        return handle
+
+    @torch.no_grad()
+    def wait(self, unit):
+        if unit not in self.in_flight:
+            self.gather(unit)
+        handle, buffer = self.in_flight.pop(unit)
+        if handle is not None:
+            handle.wait()
+        sizes = [p.numel() for p in self.params[unit]]
+        for p, full in zip(self.params[unit], buffer[: sum(sizes)].split(sizes)):
+            p.data.copy_(full.view_as(p))
+
+    @torch.no_grad()
+    def on_grad(self, param):
+        unit = self.unit_of[param]
+        self.arrived[unit] += 1
+        if self.arrived[unit] == len(self.params[unit]):
+            self.arrived[unit] = 0
+            full = torch.cat(self.pieces(torch.cat([p.grad.reshape(-1) for p in self.params[unit]])))
+            out = torch.empty_like(self.shards[unit])
+            dist.reduce_scatter_tensor(out, full)
+            self.shards[unit].grad = out / self.world_size
+            for p in self.params[unit]:
+                p.grad = None
+            self.free(unit)
+'''
+
+
+def test_lab5_the_chapters_flat_units_fail_the_layout_naming_the_parameters(tmp_path):
+    """A copy of the package's design (flat units, contiguous shards) trains ZeRO-3 too,
+    but keeps no parameter's piece r: the layout check names them, and the harness can
+    tell none of its collectives' units apart."""
+    student = tmp_path / "zero3_student.py"
+    student.write_text(lab_solution("zero3") + FLAT_ZERO3)
+    found = zero3_problems(zb.grading.run_part("zero3", str(student), "train", nproc=3))
+    assert "no master tensor is piece r of embed.weight, blocks.0.ln1.weight" in found["kept"][0]
+    assert not found["peak"]
+    assert "holds no unit's pieces" in " ".join(found["traffic"])

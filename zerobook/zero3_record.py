@@ -148,7 +148,7 @@ def reachable(root, limit: int = 20_000) -> list[torch.Tensor]:
             todo += list(thing)
         elif isinstance(thing, torch.optim.Optimizer):
             todo += [thing.state, thing.param_groups]
-        elif hasattr(thing, "__dict__") and not callable(thing):
+        elif hasattr(thing, "__dict__") and not isinstance(thing, types.FunctionType):
             todo += list(vars(thing).values())
     return found
 

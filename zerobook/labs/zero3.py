@@ -26,6 +26,7 @@ import types
 import torch
 
 import zerobook as zb
+from zerobook import zero3_record
 from zerobook.inflight import Handle, InFlight
 from zerobook.labs.harness import (
     borrowed,
@@ -53,10 +54,10 @@ PARTS = ["train"]
 CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
 STEPS, BATCH, SEED = 4, 2, 1234
 OPTIONS = {"lr": 1e-3, "weight_decay": 0.1}
-FORBIDDEN = (
-    "zerobook.zero",
-    "zerobook.zero3_events",
-)  # the course's ZeRO-3, the checks
+# the course's ZeRO-3; the grader's checks and its record, which the student's file may
+# neither import nor patch
+FORBIDDEN = ("zerobook.zero", "zerobook.zero3_events", "zerobook.zero3_record")
+RECORD = ("pieces", "layout", "same", "owner", "step_events", "reachable", "kept")
 
 
 class Watch:
@@ -223,7 +224,8 @@ def main() -> None:
     files = forbid(FORBIDDEN)
     refuse_torch_fsdp()
     record = trusted(InFlight, Handle, Watch, RecordedAdamW, torch.optim.AdamW,
-                     equal=torch, sort=torch.Tensor, clone=torch.Tensor)  # fmt: skip
+                     equal=torch, sort=torch.Tensor, clone=torch.Tensor,
+                     **dict.fromkeys(RECORD, zero3_record))  # fmt: skip
     with ordered_sums(), InFlight() as flight:
         student = load_student(cli.student)
         run = train(student, me, flight)
