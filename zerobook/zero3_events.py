@@ -142,6 +142,13 @@ def sent(events: list, world_size: int) -> float:
     return sum(e[4] * per[e[0]] for e in events if e[0] in per)
 
 
+def expected_sent(report: dict) -> float:
+    """(2 x blocks + root + all) x (N-1)/N padded elements: what a rank sends a step."""
+    n = report["world_size"]
+    times = {unit: 2 if unit == "root" else 3 for unit in report["units"]}
+    return sum(s * (n - 1) / n * times[u] for u, (s, _) in unit_sizes(report).items())
+
+
 def check_traffic(step: dict, report: dict) -> list[str]:
     """Each block gathered twice, the root once, every unit's gradients reduce-scattered
     once, each in one collective: (2 blocks + root + all) (N-1)/N padded elements."""
@@ -167,10 +174,7 @@ def check_traffic(step: dict, report: dict) -> list[str]:
         {e[0] for e in events if len(e) == 1 and e[0] not in ("backward", "step")}
     )
     found += [f"collectives not expected: {', '.join(others)}"] if others else []
-    sizes = unit_sizes(report)
-    want = sum(
-        s * (n - 1) / n * (2 if u == "root" else 3) for u, (s, _) in sizes.items()
-    )
+    want = expected_sent(report)
     if sent(events, n) != want:
         found.append(f"{sent(events, n):,.0f} elements sent by this rank, expected "
                      f"{want:,.0f} = (2 x blocks + root + all) x (N-1)/N, padded")  # fmt: skip
