@@ -570,3 +570,27 @@ def test_lab5_the_chapters_flat_units_fail_the_layout_naming_the_parameters(tmp_
     assert "no master tensor is piece r of embed.weight, blocks.0.ln1.weight" in found["kept"][0]
     assert not found["peak"]
     assert "holds no unit's pieces" in " ".join(found["traffic"])
+
+
+def test_lab5_another_sound_design_scores_full_marks(tmp_path):
+    """Module backward pre-hooks instead of hooks on the output tensors, and every
+    reduce-scatter asynchronous, waited on in step(): the same schedule, nothing lost."""
+    output_hook = "        if output.requires_grad:\n"
+    post_hook = "            unit.register_forward_hook(\n                lambda m, a, out, i=i: self.after_forward(i, out)\n            )\n"
+    pre_backward = ("            if i > 0:\n                unit.register_full_backward_pre_hook(\n"
+                    "                    lambda m, grad, i=i: self.before_backward(i)\n                )\n")
+    reduce = ("        dist.reduce_scatter_tensor(out, full)\n        out /= self.world_size\n"
+              "        for p, grad in zip(self.params[unit], out.split([g[0].numel() for g in grads])):\n"
+              "            self.masters[p].grad = grad.float()\n            p.grad = None\n")
+    deferred = ("        work = dist.reduce_scatter_tensor(out, full, async_op=True)\n"
+                "        self.pending = getattr(self, 'pending', []) + [(work, out, unit, grads)]\n"
+                "        for p in self.params[unit]:\n            p.grad = None\n")
+    step = "        self.optimizer.step()\n"
+    waits = ("        for work, out, unit, grads in self.pending:\n            work.wait()\n"
+             "            out /= self.world_size\n"
+             "            for p, g in zip(self.params[unit], out.split([g[0].numel() for g in grads])):\n"
+             "                self.masters[p].grad = g\n        self.pending = []\n" + step)
+    student = planted(tmp_path, "zero3", "alternative", output_hook, "        if output.requires_grad and i == 0:\n",
+                      post_hook, post_hook + pre_backward, reduce, deferred, step, waits)
+    found = zero3_problems(zb.grading.run_part("zero3", student, "train", nproc=3))
+    assert not any(found.values()), found
