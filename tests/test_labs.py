@@ -594,3 +594,12 @@ def test_lab5_another_sound_design_scores_full_marks(tmp_path):
                       post_hook, post_hook + pre_backward, reduce, deferred, step, waits)
     found = zero3_problems(zb.grading.run_part("zero3", student, "train", nproc=3))
     assert not any(found.values()), found
+
+
+def test_lab5_waiting_on_a_handle_that_is_none_fails_saying_so(tmp_path):
+    """A blocking all-gather returns None: waiting on it is an AttributeError in the
+    student's hook, which the failure explains (not a crash without a cause)."""
+    guarded = "        if handle is not None:\n            handle.wait()\n"
+    student = planted(tmp_path, "zero3", "none", guarded, "        handle.wait()\n")
+    with pytest.raises(zb.LaunchError, match=r"zero3_student.py, line \d+\): a handle your code waits on is None"):
+        zb.grading.run_part("zero3", student, "train", nproc=3)

@@ -21,6 +21,7 @@ same per-rank gradients in rank order. Every graded test reads this one run
 """
 
 import functools
+import traceback
 import types
 
 import torch
@@ -228,7 +229,18 @@ def main() -> None:
                      **dict.fromkeys(RECORD, zero3_record))  # fmt: skip
     with ordered_sums(), InFlight() as flight:
         student = load_student(cli.student)
-        run = train(student, me, flight)
+        try:
+            run = train(student, me, flight)
+        except AttributeError as error:
+            if "'NoneType' object has no attribute 'wait'" not in str(error):
+                raise
+            line = [f for f in traceback.extract_tb(error.__traceback__)
+                    if f.filename == student.__file__][-1:]  # fmt: skip
+            where = f" ({line[0].filename}, line {line[0].lineno})" if line else ""
+            raise AttributeError(
+                f"{error}{where}: a handle your code waits on is None (a collective "
+                "returns its handle only with async_op=True; a gather must return it)"
+            ) from error
     changed = ", ".join(replaced(record))
     used = ", ".join(borrowed(student, files) + torch_fsdp_used(run["model"]))
     for problem, why in ((changed, "tampering: the student's code replaced"),
