@@ -520,3 +520,96 @@ def test_a_ring_imported_from_the_course_scores_zero_saying_why(tmp_path):
         "your ring_all_reduce is zerobook.collectives.ring_all_reduce, the course's own code"
         in page
     )
+
+
+# Lab 5 (ZeRO-3): like Lab 2, six tests read one launch; each attack is on that run.
+ZERO3_POINTS = {"test_parity": 2, "test_kept": 2, "test_peak": 2, "test_traffic": 2, "test_forward": 2,
+                "test_backward": 2}
+LAZY_ZERO3 = '''
+class Zero3:
+    """No sharding at all: every rank keeps the whole model and steps it on its own."""
+
+    def __init__(self, model, units, optimizer_class, **options):
+        self.optimizer = optimizer_class(model.parameters(), **options)
+
+    def step(self):
+        self.optimizer.step()
+
+    def zero_grad(self):
+        self.optimizer.zero_grad()
+'''
+FORGE_ZERO3 = '''
+import zerobook as zb
+_real = zb.report
+
+def _forged(**values):
+    values["parity"] = {"step": None, "diff": 0.0, "worst": None, "missing": [], "mean": "sum / N"}
+    _real(**values)
+
+zb.report = _forged
+'''
+BYPASS_ZERO3 = '''
+import subprocess
+from torch.distributed import distributed_c10d
+
+def _unseen(output, input, group=None, async_op=False):
+    """The process group's own all-gather: no record; its own work is the handle."""
+    work = distributed_c10d._get_default_group()._allgather_base(output, input)
+    return work if async_op else work.wait() and None
+
+dist.all_gather_into_tensor = distributed_c10d.all_gather_into_tensor = _unseen
+subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
+'''.replace("MARK", MARK + "-zero3")
+PATCH_WAIT_ZERO3 = '''
+from zerobook import inflight
+_real_wait = inflight.Handle.wait
+inflight.Handle.wait = lambda self, timeout=None: _real_wait(self, timeout)
+'''
+
+
+def zero3_submissions() -> dict[str, str]:
+    """The instructor's notebook, and four whose rank script attacks the one run."""
+    from grading_helpers import source
+
+    from zerobook.grading import reference_script
+
+    reference = source("zero3")
+    solution = reference_script(ROOT / "labs", "zero3")
+    script = lambda code: edit(reference, "rank_script", lambda s: "%%writefile zero3_student.py\n" + code)
+    imports = "import torch.distributed as dist\n"
+    return {"reference": reference,
+            "forge_parity": script(LAZY_ZERO3 + FORGE_ZERO3),
+            "bypass_all_gather": script(solution.replace(imports, imports + BYPASS_ZERO3, 1)),
+            "patch_wait": script(solution + PATCH_WAIT_ZERO3),
+            "borrows_zero": script("from zerobook.zero import Zero3AdamW as Zero3  # noqa: F401\n")}
+
+
+@pytest.fixture(scope="module")
+def graded_zero3(tmp_path_factory):
+    """One grading run of the Lab 5 submissions above (its own course directory)."""
+    return graded_class(tmp_path_factory, "zero3", zero3_submissions(), ZERO3_POINTS)
+
+
+def test_lab5_forged_patched_or_borrowed_runs_score_zero_everywhere_and_are_named(graded_zero3):
+    root, done, scores = graded_zero3
+    assert scores["reference"] == ZERO3_POINTS, done.stdout[-3000:]
+    named = {"forge_parity": "tampering: zb.report was replaced",
+             "patch_wait": "tampering: the student's code replaced Handle.wait",
+             "borrows_zero": "zerobook.zero is the course's own implementation"}
+    for student, says in named.items():
+        assert scores[student] == dict.fromkeys(ZERO3_POINTS, 0), student
+        assert says in feedback_page(root, student, "zero3"), student
+
+
+def test_lab5_an_all_gather_that_bypasses_the_record_scores_no_gather_part(graded_zero3):
+    """Its own all-gather, through the process group: nothing recorded, so the parts that
+    grade the all-gathers fail; the weights are right; the process it left behind is gone."""
+    root, _, scores = graded_zero3
+    theirs = scores["bypass_all_gather"]
+    assert {part: theirs[part] for part in ("test_traffic", "test_forward", "test_backward")} == \
+        dict.fromkeys(("test_traffic", "test_forward", "test_backward"), 0)
+    assert theirs["test_parity"] == 2
+    assert "blocks.1 was not gathered" in feedback_page(root, "bypass_all_gather", "zero3")
+    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
+            if MARK + "-zero3" in " ".join(p.info["cmdline"] or [])]
+    assert not left

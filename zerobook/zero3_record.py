@@ -1,0 +1,179 @@
+"""Lab 5's record of a run, on each rank: which unit each collective carried, and what the
+student's object holds between steps (zerobook.labs.zero3 reports it).
+
+A unit's collectives are told apart by their input, in any order: an all-gather holds this
+rank's pieces of the unit's parameters, a reduce-scatter its full gradients, padded.
+"""
+
+import builtins
+import types
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+
+from zerobook import measure
+
+# PyTorch's FSDP and DTensor: torch itself imports them (AdamW imports torch._dynamo),
+# so only the student's file is refused them, and the run checks the model for them
+TORCH_FORBIDDEN = ("torch.distributed.fsdp", "torch.distributed.tensor")
+HELD = ("all_gather_into_tensor", "reduce_scatter_tensor", "all_reduce")
+
+
+class RecordedAdamW(torch.optim.AdamW):
+    """torch's AdamW; each one made is noted, so the harness can read its groups."""
+
+    made: ClassVar[list] = []
+
+    def __init__(self, params, *args, **options):
+        super().__init__(params, *args, **options)
+        RecordedAdamW.made.append(self)
+
+
+def pieces(tensor: torch.Tensor, world_size: int) -> tuple:
+    """The N pieces of `tensor`, flattened and zero-padded to a multiple of N."""
+    flat = tensor.detach().reshape(-1)
+    return F.pad(flat, (0, -flat.numel() % world_size)).chunk(world_size)
+
+
+def refuse_torch_fsdp() -> None:
+    """`import` of FSDP or DTensor in the student's file (module "student") fails."""
+    real = builtins.__import__
+
+    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        names = [name, *(f"{name}.{item}" for item in fromlist or ())]
+        taken = [n for n in names if n.startswith(TORCH_FORBIDDEN)]
+        if taken and (globals or {}).get("__name__") == "student":
+            raise ImportError(
+                f"{taken[0]} is PyTorch's own ZeRO-3: write yours (a submission "
+                "that uses it scores 0)"
+            )
+        return real(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = guarded
+
+
+def torch_fsdp_used(model) -> list[str]:
+    """The model's modules or parameters that FSDP or DTensor made (or replaced)."""
+    things = [*model.modules(), *model.parameters()]
+    return sorted(
+        {
+            type(t).__module__
+            for t in things
+            if type(t).__module__.startswith(TORCH_FORBIDDEN)
+        }
+    )
+
+
+def layout(initial: dict, me) -> dict:
+    """Each parameter -> the optimizer tensor equal to its piece r (the layout), and the
+    optimizer's tensors that are no parameter's piece r."""
+    masters = [
+        p for opt in RecordedAdamW.made for g in opt.param_groups for p in g["params"]
+    ]
+    found, used = {}, set()
+    for name, weight in initial.items():
+        piece = pieces(weight, me.world_size)[me.rank]
+        match = next((i for i, m in enumerate(masters) if same(m, piece)), None)
+        if match is not None:
+            found[name] = match
+            used.add(match)
+    extra = [m.numel() for i, m in enumerate(masters) if i not in used]
+    return {"found": found, "extra": extra, "masters": masters}
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    a = a.detach().reshape(-1)
+    return a.numel() == b.numel() and torch.equal(a.to(b.dtype), b)
+
+
+def owner(tensor, by_unit: dict):
+    """The unit whose values `tensor` holds (in any order), or None."""
+    values = tensor.reshape(-1).float().sort().values
+    for unit, expected in by_unit.items():
+        if expected.numel() == values.numel() and torch.equal(expected, values):
+            return unit
+    return None
+
+
+def step_events(flight, start, first, watch, found, masters, me) -> list:
+    """The step's events, held collectives numbered from 0 and named by their unit."""
+
+    def sorted_cat(tensors):
+        return torch.cat([t.reshape(-1).float() for t in tensors]).sort().values
+
+    ranks = me.world_size
+    mine = {  # this rank's pieces of each unit, from its master pieces
+        u: sorted_cat(masters[found[watch.names[id(p)]]] for p in params)
+        for u, params in watch.units.items()
+        if all(watch.names[id(p)] in found for p in params)
+    }
+    grads = {  # this rank's full gradients of each unit, padded
+        u: sorted_cat(
+            torch.cat(pieces(watch.grads[watch.names[id(p)]], ranks)) for p in params
+        )
+        for u, params in watch.units.items()
+        if all(watch.names[id(p)] in watch.grads for p in params)
+    }
+    events = []
+    for event in flight.events[start:]:
+        name, *rest = event
+        if name in HELD:
+            tensor = flight.inputs[rest[0]]
+            unit = owner(tensor, mine if name == HELD[0] else grads)
+            events.append([name, rest[0] - first, rest[1], unit, tensor.numel()])
+        elif name == "wait":
+            events.append(["wait", rest[0] - first])
+        else:
+            events.append(event)
+    return events
+
+
+def reachable(root, limit: int = 20_000) -> list[torch.Tensor]:
+    """Tensors the student's object holds (attributes, containers, optimizers; a
+    module's parameters only): what it keeps between steps."""
+    found, seen, todo = [], set(), [root]
+    while todo and len(seen) < limit:
+        thing = todo.pop()
+        if id(thing) in seen or isinstance(thing, (type, types.ModuleType)):
+            continue
+        seen.add(id(thing))
+        if isinstance(thing, torch.Tensor):
+            found += [thing] + ([thing.grad] if thing.grad is not None else [])
+        elif isinstance(thing, torch.nn.Module):
+            todo += list(thing.parameters())
+        elif isinstance(thing, dict):
+            todo += [*thing.keys(), *thing.values()]
+        elif isinstance(thing, (list, tuple, set, frozenset)):
+            todo += list(thing)
+        elif isinstance(thing, torch.optim.Optimizer):
+            todo += [thing.state, thing.param_groups]
+        elif hasattr(thing, "__dict__") and not isinstance(thing, types.FunctionType):
+            todo += list(vars(thing).values())
+    return found
+
+
+def kept(zero, watch, masters: list) -> dict:
+    """Bytes held after step(): the master pieces, their grads, the optimizer's state, the
+    full parameters (per unit) and gradients, and any other tensor the object holds."""
+    seen: set = set()
+    states = [
+        t for o in RecordedAdamW.made for s in o.state.values() for t in s.values()
+    ]
+    out = {
+        "masters": measure.unique_bytes(masters, seen),
+        "master grads": measure.unique_bytes(
+            [m.grad for m in masters if m.grad is not None], seen
+        ),
+        "state": measure.unique_bytes([t for t in states if torch.is_tensor(t)], seen),
+        "counters": len(masters),
+        "full parameters": watch.allocated(),
+        "full gradients": {
+            watch.names[id(p)]: p.grad.untyped_storage().nbytes()
+            for p in watch.model.parameters()
+            if p.grad is not None
+        },
+    }
+    seen |= {measure.storage_key(p) for p in watch.model.parameters()}
+    out["other"] = measure.unique_bytes(reachable(zero), seen)
+    return out
