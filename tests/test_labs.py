@@ -202,7 +202,7 @@ def test_lab6_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_p
     sent = zb.grading.run_part("fsdp2", ignored, "traffic", nproc=2).ranks[0]
     assert sent["student_bf16"] == sent["ours"]  # the bf16 test passes ...
     assert sent["student_fp32"]["reduce_scatter_tensor"] == sent["ours"]["reduce_scatter_tensor"]  # ... fp32's fails
-    lazy = planted(tmp_path, "fsdp2", "lazy", "block.set_modules_to_forward_prefetch(blocks[k + 1:k + 2])", "pass")
+    lazy = planted(tmp_path, "fsdp2", "lazy", "block.set_modules_to_forward_prefetch(blocks[k + 1 : k + 2])", "pass")
     issued = zb.grading.run_part("fsdp2", lazy, "prefetch", nproc=2).ranks[0]["issued"]
     assert issued["blocks.0"] < 3  # the root and block 0 only
     whole = planted(tmp_path, "fsdp2", "whole", "    for block in model.blocks:\n        fully_shard(block, mesh=mesh, mp_policy=policy)\n", "",
