@@ -43,7 +43,9 @@ def is_check_block(statements: list[ast.stmt]) -> bool:
     """Checks, and the assignments that only they read (at least one check)."""
     assigns = (ast.Assign, ast.AugAssign, ast.AnnAssign)
     kinds = [is_check(s) for s in statements]
-    return any(kinds) and all(k or isinstance(s, assigns) for s, k in zip(statements, kinds))
+    return any(kinds) and all(
+        k or isinstance(s, assigns) for s, k in zip(statements, kinds)
+    )
 
 
 def check_share(source: str) -> float:
@@ -85,8 +87,11 @@ def split_source(source: str) -> tuple[str, str]:
     except SyntaxError:  # IPython magics
         return "", ""
     kinds = [is_check_statement(s) for s in body]
-    for index, statement in enumerate(body):  # a name the teaching code reads later stays
-        later = [s for s, check in zip(body[index + 1 :], kinds[index + 1 :]) if not check]
+    # a name the teaching code reads later stays
+    for index, statement in enumerate(body):
+        later = [
+            s for s, check in zip(body[index + 1 :], kinds[index + 1 :]) if not check
+        ]
         if kinds[index] and bound(statement) & read(later):
             kinds[index] = False
     if not body or all(kinds) or not any(kinds):
@@ -109,12 +114,21 @@ def split_source(source: str) -> tuple[str, str]:
 
 def bound(statement: ast.stmt) -> set[str]:
     """The names a statement assigns."""
-    return {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {
+        n.id
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
 
 
 def read(statements: list[ast.stmt]) -> set[str]:
     """The names some statement of `statements` reads."""
-    return {n.id for s in statements for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return {
+        n.id
+        for s in statements
+        for n in ast.walk(s)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
 
 
 def split(path: Path) -> int:

@@ -3,6 +3,7 @@
 The browser tests use headless Chromium. Where it is missing they skip, saying why, unless
 REQUIRE_BROWSER=1 (as in CI), where they fail.
 """
+
 import os
 import re
 import shutil
@@ -11,7 +12,7 @@ import sys
 
 import pytest
 
-from browser import driver, leaves_the_machine, requested_urls
+from browser import driver, leaves_the_machine, requested_urls, search_finished
 from conftest import ROOT
 from test_notebooks import toc_files
 
@@ -20,8 +21,10 @@ pytestmark = pytest.mark.book  # needs the built book: make test runs it after b
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 
-needs_book = pytest.mark.skipif(not (HTML / "index.html").exists(),
-                                reason="no built book in _build/html: run `make book` (make test does)")
+needs_book = pytest.mark.skipif(
+    not (HTML / "index.html").exists(),
+    reason="no built book in _build/html: run `make book` (make test does)",
+)
 
 
 def pages() -> list[str]:
@@ -54,17 +57,28 @@ def test_the_launch_chapter_shows_four_ranks_and_a_named_failure():
 def test_every_plot_is_a_numbered_captioned_figure(page):
     html = page_html(page)
     images = re.findall(r'<img [^>]*src="[^"]*_images/', html)
-    numbered = re.findall(r'<figcaption>\s*<p><span class="caption-number">Fig\. \d+(?:\.\d+)* </span>', html)
-    assert len(numbered) == len(images), f"{len(images)} plots, {len(numbered)} numbered captions"
+    numbered = re.findall(
+        r'<figcaption>\s*<p><span class="caption-number">Fig\. \d+(?:\.\d+)* </span>',
+        html,
+    )
+    assert len(numbered) == len(images), (
+        f"{len(images)} plots, {len(numbered)} numbered captions"
+    )
 
 
 @needs_book
 def test_glossary_terms_link_to_their_definitions():
     glossary = page_html("book/glossary")
     terms = set(re.findall(r'<dt id="(term-[^"]+)"', glossary))
-    linked = {t for page in pages() if page.startswith("chapters/")
-              for t in re.findall(r'href="\.\./book/glossary\.html#(term-[^"]+)"', page_html(page))}
-    assert terms and linked <= terms and len(linked) >= len(terms) - 1, (terms - linked)
+    linked = {
+        t
+        for page in pages()
+        if page.startswith("chapters/")
+        for t in re.findall(
+            r'href="\.\./book/glossary\.html#(term-[^"]+)"', page_html(page)
+        )
+    }
+    assert terms and linked <= terms and len(linked) >= len(terms) - 1, terms - linked
 
 
 @needs_book
@@ -88,10 +102,21 @@ def test_a_notebook_that_raises_fails_the_build(tmp_path):
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: broken\n")
     (tmp_path / "broken.md").write_text(
         "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
-        "# Broken\n\n```{code-cell} python\n1 / 0\n```\n")
-    build = subprocess.run([os.path.join(os.path.dirname(sys.executable), "jupyter-book"), "build",
-                            str(tmp_path), "-W", "-n", "--keep-going"],
-                           capture_output=True, text=True, timeout=300)
+        "# Broken\n\n```{code-cell} python\n1 / 0\n```\n"
+    )
+    build = subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), "jupyter-book"),
+            "build",
+            str(tmp_path),
+            "-W",
+            "-n",
+            "--keep-going",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode != 0
     assert "ZeroDivisionError" in build.stdout + build.stderr
 
@@ -106,7 +131,8 @@ def browser(tmp_path_factory):
 
 def load(browser, page: str, query: str = "") -> str:
     """Open a built page, wait until MathJax (if the page has any) has typeset; return the DOM."""
-    browser.get_log("performance"), browser.get_log("browser")  # forget the previous page's
+    # forget the previous page's
+    browser.get_log("performance"), browser.get_log("browser")
     browser.get((HTML / page).as_uri() + query)
     browser.set_script_timeout(30)
     browser.execute_async_script(
@@ -114,7 +140,8 @@ def load(browser, page: str, query: str = "") -> str:
         "const ready = () => window.MathJax && MathJax.startup && MathJax.startup.promise;"
         "const wait = (n) => ready() ? MathJax.startup.promise.then(() => done(true))"
         "  : (n > 0 && !document.querySelector('.math') ? done(false) : setTimeout(() => wait(n - 1), 100));"
-        "wait(50);")
+        "wait(50);"
+    )
     return browser.page_source
 
 
@@ -140,12 +167,21 @@ def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
         "const s = document.createElement('style');"
         "s.textContent = '*, *::before, *::after {transition: none !important; animation: none !important}';"
         "document.head.appendChild(s);"
-        "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));")
+        "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));"
+    )
     size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
     files = []
     for k, top in enumerate(range(0, int(size["height"]), tile)):
-        clip = {"x": 0, "y": top, "width": size["width"], "height": min(tile, size["height"] - top), "scale": 1}
-        shot = browser.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip})
+        clip = {
+            "x": 0,
+            "y": top,
+            "width": size["width"],
+            "height": min(tile, size["height"] - top),
+            "scale": 1,
+        }
+        shot = browser.execute_cdp_cmd(
+            "Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip}
+        )
         files.append(path.with_name(f"{path.stem}_{k + 1}.png") if k else path)
         files[-1].write_bytes(base64.b64decode(shot["data"]))
     return files
@@ -154,7 +190,9 @@ def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
 @needs_book
 @pytest.mark.parametrize("width", WIDTHS.values(), ids=WIDTHS.keys())
 @pytest.mark.parametrize("page", pages())
-def test_page_renders_offline_and_fits_its_width_without_console_errors(page, width, browser):
+def test_page_renders_offline_and_fits_its_width_without_console_errors(
+    page, width, browser
+):
     """No request leaves the machine (tests/test_book_a11y.py also reads every built file for
     what it would load), no console error, the theme and the math rendered; at a
     desktop's and a phone's width the page never scrolls sideways and no code or output line is
@@ -164,13 +202,18 @@ def test_page_renders_offline_and_fits_its_width_without_console_errors(page, wi
         dom = load(browser, f"{page}.html")
         remote = [u for u in requested_urls(browser) if leaves_the_machine(u)]
         assert not remote, f"{page} asked the network for {remote}"
-        errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        errors = [
+            e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"
+        ]
         assert not errors, errors
         assert "bd-article" in dom, "the theme's article body was not rendered"
-        if 'class="math' in page_html(page):  # MathJax (served with the book) typeset it
+        # MathJax (served with the book) typeset it
+        if 'class="math' in page_html(page):
             assert "<mjx-container" in dom and "mjx-merror" not in dom
         fit = browser.execute_script(OVERFLOW_JS)
-        assert fit["page"] <= fit["window"], f"{page} scrolls sideways: {fit['page']} px wide in {fit['window']}"
+        assert fit["page"] <= fit["window"], (
+            f"{page} scrolls sideways: {fit['page']} px wide in {fit['window']}"
+        )
         assert not fit["wide"], f"{page}: lines wider than the column: {fit['wide']}"
         SHOTS.mkdir(parents=True, exist_ok=True)
         shot = SHOTS / f"{page.replace('/', '__')}_{width}.png"
@@ -186,11 +229,15 @@ def test_page_renders_offline_and_fits_its_width_without_console_errors(page, wi
 @needs_book
 def test_search_works_offline(browser):
     load(browser, "search.html", "?q=reduce-scatter")
-    from selenium.webdriver.support.ui import WebDriverWait
-    WebDriverWait(browser, 20).until(  # results appear one by one; the summary line comes last
-        lambda b: "Search finished" in "".join(e.text for e in b.find_elements("css selector", "#search-results .search-summary")))
+    search_finished(browser)
     found = browser.find_elements("css selector", "#search-results li")
-    pages = {e.find_element("css selector", "a").get_attribute("href").split("/")[-1].split("?")[0] for e in found}
+    pages = {
+        e.find_element("css selector", "a")
+        .get_attribute("href")
+        .split("/")[-1]
+        .split("?")[0]
+        for e in found
+    }
     assert {"zero2.html", "zero3.html"} <= pages, pages
     assert not [u for u in requested_urls(browser) if leaves_the_machine(u)]
 
@@ -202,9 +249,16 @@ def test_the_stage_explorer_in_the_built_book_responds_to_its_slider(browser):
     load(browser, "chapters/memory_accounting.html")
     root = browser.find_element("css selector", ".zb-stage-explorer")
     heights = "return [...arguments[0].querySelectorAll('rect[data-kind=optimizer]')].map(r => +r.getAttribute('height'))"
-    before = (float(root.get_attribute("data-total-bytes")), browser.execute_script(heights, root))
-    root.find_element("css selector", "[data-role=stage]").send_keys("\ue014")  # right arrow
-    after = (float(root.get_attribute("data-total-bytes")), browser.execute_script(heights, root))
+    before = (
+        float(root.get_attribute("data-total-bytes")),
+        browser.execute_script(heights, root),
+    )
+    # right arrow
+    root.find_element("css selector", "[data-role=stage]").send_keys("\ue014")
+    after = (
+        float(root.get_attribute("data-total-bytes")),
+        browser.execute_script(heights, root),
+    )
     expected = memory.model_state_bytes(7.5e9, stage=1, world_size=64).total
     assert after[0] == pytest.approx(expected, rel=1e-12) and after[0] < before[0]
     assert after[1][0] < before[1][0]  # the optimizer band shrank
@@ -217,7 +271,9 @@ def test_the_step_explorer_in_the_built_book_redraws_when_the_sharding_changes(b
     load(browser, "chapters/when_zero_pays.html")
     root = browser.find_element("css selector", ".zb-step-explorer")
     before = float(root.get_attribute("data-step-s"))
-    Select(root.find_element("css selector", "[data-role=method]")).select_by_value("ZeRO-3, no prefetch")
+    Select(root.find_element("css selector", "[data-role=method]")).select_by_value(
+        "ZeRO-3, no prefetch"
+    )
     after = float(root.get_attribute("data-step-s"))
     assert after > before  # without prefetch the same step waits for every gather
     assert root.find_elements("css selector", "rect[data-stream=communication]")
@@ -225,7 +281,9 @@ def test_the_step_explorer_in_the_built_book_redraws_when_the_sharding_changes(b
 
 @needs_book
 @pytest.mark.parametrize("width", [400, 1280])
-def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_folds_it_on_a_desktop(tmp_path, width):
+def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_folds_it_on_a_desktop(
+    tmp_path, width
+):
     """The header's ☰ that a reader sees (the themes bind only a hidden twin: book/_static/zerobook.js).
     A browser of its own: folding the sidebar must not reach the pages the other tests screenshot."""
     browser = driver(tmp_path / "profile")
@@ -233,12 +291,20 @@ def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_fold
     try:
         load(browser, "chapters/zero1.html")
         sidebar = browser.find_element("css selector", "#pst-primary-sidebar")
-        button = next(b for b in browser.find_elements("css selector", ".primary-toggle") if b.is_displayed())
+        button = next(
+            b
+            for b in browser.find_elements("css selector", ".primary-toggle")
+            if b.is_displayed()
+        )
         was_shown = sidebar.is_displayed()
         button.click()
         if width < 992:  # a dialog with the chapters' links
-            assert not was_shown and browser.find_element("css selector", "#pst-primary-sidebar-modal").get_attribute("open")
-            links = browser.find_elements("css selector", "#pst-primary-sidebar-modal a.reference.internal")
+            assert not was_shown and browser.find_element(
+                "css selector", "#pst-primary-sidebar-modal"
+            ).get_attribute("open")
+            links = browser.find_elements(
+                "css selector", "#pst-primary-sidebar-modal a.reference.internal"
+            )
             assert any(link.is_displayed() and "ZeRO-2" in link.text for link in links)
         else:  # the sidebar folds away, and comes back
             from selenium.webdriver.common.action_chains import ActionChains
@@ -247,9 +313,17 @@ def test_the_visible_menu_button_opens_the_table_of_contents_on_a_phone_and_fold
             hidden = lambda _: "pst-sidebar-hidden" in sidebar.get_attribute("class")
             assert was_shown and WebDriverWait(browser, 3).until(hidden)
             # as a reader would: click on the page (the button loses focus and its tooltip goes), then back
-            ActionChains(browser).move_to_element(browser.find_element("css selector", ".bd-article h1")).click().perform()
-            WebDriverWait(browser, 5).until(lambda d: not d.find_elements("css selector", ".tooltip.show"))
-            button = next(b for b in browser.find_elements("css selector", ".primary-toggle") if b.is_displayed())
+            ActionChains(browser).move_to_element(
+                browser.find_element("css selector", ".bd-article h1")
+            ).click().perform()
+            WebDriverWait(browser, 5).until(
+                lambda d: not d.find_elements("css selector", ".tooltip.show")
+            )
+            button = next(
+                b
+                for b in browser.find_elements("css selector", ".primary-toggle")
+                if b.is_displayed()
+            )
             button.click()
             assert WebDriverWait(browser, 3).until(lambda driver: not hidden(driver))
     finally:

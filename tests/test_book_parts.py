@@ -257,20 +257,10 @@ def test_the_book_pdf_holds_every_page_of_the_toc_and_the_intro_links_to_it():
 @pytest.mark.book
 def test_search_lists_the_glossary_once_named_after_the_term(browser):
     """book/_static/zerobook.js: the term's hit, not the page's too (both were titled "Glossary")."""
-    from selenium.webdriver.support.ui import WebDriverWait
+    from browser import search_finished
 
     load(browser, "search.html", "?q=rank")
-    WebDriverWait(browser, 20).until(
-        lambda b: (
-            "Search finished"
-            in "".join(
-                e.text
-                for e in b.find_elements(
-                    "css selector", "#search-results .search-summary"
-                )
-            )
-        )
-    )
+    search_finished(browser)
     links = [a for a in browser.find_elements("css selector", "#search-results li > a")]
     glossary = [
         (a.text, a.get_attribute("href").split("/")[-1])

@@ -6,22 +6,53 @@ the instructor notebook ("reference") and the untouched release, autograde, read
 untouched release of every lab by tests/test_labs.py. Each lab here has a course directory of its
 own, so that pytest-xdist can run them side by side.
 """
+
 import pytest
 
-from grading_helpers import part_scores, reference_and_release, round_trip, source, written_answers
+from grading_helpers import (
+    part_scores,
+    reference_and_release,
+    round_trip,
+    source,
+    written_answers,
+)
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
 
 POINTS = {
     "memory": {"test_accounting": 2, "test_measurement": 3},
-    "ddp": {"test_broadcast": 1, "test_parity": 2, "test_once": 2, "test_buckets": 2, "test_overlap": 2,
-            "test_waits": 1},
+    "ddp": {
+        "test_broadcast": 1,
+        "test_parity": 2,
+        "test_once": 2,
+        "test_buckets": 2,
+        "test_overlap": 2,
+        "test_waits": 1,
+    },
     "ring_allreduce": {"test_correct": 3, "test_bytes": 2},
-    "zero": {"test_parity": 3, "test_state": 2, "test_held": 2, "test_buckets": 2, "test_overlap": 2,
-             "test_traffic": 1},
-    "zero3": {"test_parity": 2, "test_kept": 2, "test_peak": 2, "test_traffic": 2, "test_forward": 2,
-              "test_backward": 2},
-    "fsdp2": {"test_parity": 3, "test_memory": 2, "test_traffic": 2, "test_prefetch": 2, "test_checkpoint": 3},
+    "zero": {
+        "test_parity": 3,
+        "test_state": 2,
+        "test_held": 2,
+        "test_buckets": 2,
+        "test_overlap": 2,
+        "test_traffic": 1,
+    },
+    "zero3": {
+        "test_parity": 2,
+        "test_kept": 2,
+        "test_peak": 2,
+        "test_traffic": 2,
+        "test_forward": 2,
+        "test_backward": 2,
+    },
+    "fsdp2": {
+        "test_parity": 3,
+        "test_memory": 2,
+        "test_traffic": 2,
+        "test_prefetch": 2,
+        "test_checkpoint": 3,
+    },
 }
 
 WRITTEN = {"fsdp2": ["tradeoff_answer"]}  # answers the instructor grades by hand
@@ -35,7 +66,8 @@ def test_reference_scores_full_marks_and_the_release_zero(tmp_path, lab):
     assert scores["untouched"] == {part: 0 for part in POINTS[lab]}
     page = (tmp_path / "feedback" / "reference" / lab / f"{lab}.html").read_text()
     assert "hostname of the client socket" not in page  # gloo's noise in the sandbox
-    if lab in WRITTEN:  # a written answer waits for the instructor; one left blank scores 0 at once
+    # a written answer waits for the instructor; one left blank scores 0 at once
+    if lab in WRITTEN:
         written = written_answers(tmp_path, lab, WRITTEN[lab])
         assert written["reference"] == {name: (None, True) for name in WRITTEN[lab]}
         assert written["untouched"] == {name: (0, False) for name in WRITTEN[lab]}
@@ -76,21 +108,46 @@ def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_pa
 
     def with_rank_script(script: str) -> str:
         notebook = json.loads(source("ddp"))
-        cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script")
+        cell = next(
+            c
+            for c in notebook["cells"]
+            if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script"
+        )
         cell["source"] = "%%writefile ddp_student.py\n" + script
         return json.dumps(notebook)
 
-    reference = "".join(next(c["source"] for c in json.loads(source("ddp"))["cells"]
-                             if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script"))
-    borrows = reference.split("\n", 1)[1].replace("import torch\n", "import torch\nfrom zerobook.ddp import OverlappedAllReduce\n", 1)
-    round_trip(tmp_path, lambda root: {"ddp": {"planned": with_rank_script(PLANNED_BUCKETS),
-                                               "borrows": with_rank_script(borrows)}}, ["ddp"])
+    reference = "".join(
+        next(
+            c["source"]
+            for c in json.loads(source("ddp"))["cells"]
+            if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script"
+        )
+    )
+    borrows = reference.split("\n", 1)[1].replace(
+        "import torch\n",
+        "import torch\nfrom zerobook.ddp import OverlappedAllReduce\n",
+        1,
+    )
+    round_trip(
+        tmp_path,
+        lambda root: {
+            "ddp": {
+                "planned": with_rank_script(PLANNED_BUCKETS),
+                "borrows": with_rank_script(borrows),
+            }
+        },
+        ["ddp"],
+    )
     scores = part_scores(tmp_path, "ddp", POINTS["ddp"])
     assert scores["planned"] == {**POINTS["ddp"], "test_buckets": 0}
     assert scores["borrows"] == {part: 0 for part in POINTS["ddp"]}
-    page = lambda student: (tmp_path / "feedback" / student / "ddp" / "ddp.html").read_text()
+    page = lambda student: (
+        tmp_path / "feedback" / student / "ddp" / "ddp.html"
+    ).read_text()
     assert "the same gradients in another order" in page("planned")
-    assert "the course&#x27;s own implementation" in page("borrows") or "the course's own implementation" in page("borrows")
+    assert "the course&#x27;s own implementation" in page(
+        "borrows"
+    ) or "the course's own implementation" in page("borrows")
 
 
 def test_a_private_copy_of_the_labs_grades_with_parameters_students_never_saw(tmp_path):
@@ -103,13 +160,19 @@ def test_a_private_copy_of_the_labs_grades_with_parameters_students_never_saw(tm
     from conftest import ROOT
 
     private = tmp_path / "private-labs"
-    shutil.copytree(ROOT / "labs" / "ddp", private / "ddp",
-                    ignore=shutil.ignore_patterns("*_student.py", "__pycache__"))
+    shutil.copytree(
+        ROOT / "labs" / "ddp",
+        private / "ddp",
+        ignore=shutil.ignore_patterns("*_student.py", "__pycache__"),
+    )
     shutil.copy(ROOT / "labs" / "nbgrader_config.py", private)
     (private / "ddp" / "hidden_params.json").write_text(
-        json.dumps({"bucket_cap_bytes": 40960, "seed": 99}))
+        json.dumps({"bucket_cap_bytes": 40960, "seed": 99})
+    )
     root = tmp_path / "course"
-    round_trip(root, lambda r: {"ddp": {"reference": source("ddp")}}, ["ddp"], labs_dir=private)
+    round_trip(
+        root, lambda r: {"ddp": {"reference": source("ddp")}}, ["ddp"], labs_dir=private
+    )
     assert not list((root / "release" / "ddp").glob("hidden_params*"))
     assert part_scores(root, "ddp", POINTS["ddp"])["reference"] == POINTS["ddp"]
     graded = (root / "autograded" / "reference" / "ddp" / "ddp.ipynb").read_text()

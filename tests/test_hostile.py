@@ -5,6 +5,7 @@ gradebook or the course, leaves no process behind, and stops nobody else.
 One grading run for all of them (its own course directory); each test reads what it left. Lab 2
 (data parallelism), whose six tests all read one launch, has a grading run of its own below.
 """
+
 import csv
 import html
 import json
@@ -16,19 +17,26 @@ import pytest
 
 from conftest import ROOT
 from grading_helpers import part_scores, round_trip, run_grading
+from test_grading_labs import POINTS as LAB_POINTS  # each lab's graded parts, points
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]  # one grading run, one worker
+# one grading run, one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]
 
 LAB = "setup_check"
 SOURCE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
 POINTS = {"test_part1": 1, "test_all_reduce": 2, "test_gather": 2}
-MARK = "zerobook-hostile-4242"  # in the command line of a process a submission leaves running
+# in the command line of a process a submission leaves running
+MARK = "zerobook-hostile-4242"
 
 
 def edit(notebook: str, grade_id: str, change) -> str:
     """The notebook with cell `grade_id`'s source replaced by change(source)."""
     nb = json.loads(notebook)
-    cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
+    cell = next(
+        c
+        for c in nb["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id
+    )
     cell["source"] = change("".join(cell["source"]))
     return json.dumps(nb)
 
@@ -37,10 +45,12 @@ def with_rank_functions(notebook: str, body: str, module_code: str = "") -> str:
     """The release's rank script with both functions' stubs replaced by `body` (not a stub, so the
     part launches) and `module_code` appended (what runs when the harness imports the file)."""
     stub = "    # YOUR CODE HERE\n    raise NotImplementedError()"
-    return edit(notebook, "rank_script", lambda s: s.replace(stub, body) + "\n" + module_code)
+    return edit(
+        notebook, "rank_script", lambda s: s.replace(stub, body) + "\n" + module_code
+    )
 
 
-FAKE_RUN_PART = '''
+FAKE_RUN_PART = """
 import socket
 import zerobook as zb
 
@@ -55,8 +65,8 @@ def _fake(lab, student_file, part, nproc=4, **options):
     return _Run([{"seen": truth, "truth": t} for t in truth])
 
 zb.grading.run_part = _fake
-'''
-WRAP_REPORT = '''
+"""
+WRAP_REPORT = """
 import zerobook as zb
 _real = zb.report
 
@@ -68,14 +78,14 @@ def _forged(**values):
     _real(**values)
 
 zb.report = _forged
-'''
-FORGE_AND_EXIT = '''    import json, os
+"""
+FORGE_AND_EXIT = """    import json, os
     name = "rank%d.json" % dist.get_rank()
     forged = {"total": 10.0}
     with open(os.path.join(os.environ.get("ZEROBOOK_REPORT_DIR", "."), name), "w") as f:
         json.dump(forged, f)
-    os._exit(0)'''
-READ_COURSE = '''
+    os._exit(0)"""
+READ_COURSE = """
 import json, os, pathlib, zerobook
 for _root in (os.environ.get("ZEROBOOK_COURSE_ROOT", "/nonexistent") + "/../../labs", str(pathlib.Path(zerobook.__file__).parents[1] / "labs")):
     _path = pathlib.Path(_root) / "setup_check" / "setup_check.ipynb"
@@ -84,8 +94,8 @@ for _root in (os.environ.get("ZEROBOOK_COURSE_ROOT", "/nonexistent") + "/../../l
         _code = next("".join(c["source"]) for c in _cells if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script")
         exec(_code.split("\\n", 1)[1], globals())
         break
-'''
-VANDAL = '''
+"""
+VANDAL = """
 import os, pathlib, shutil, sqlite3, subprocess, zerobook
 course = pathlib.Path.cwd().parents[2]  # autograded/STUDENT/LAB -> the course directory
 for target in [course / "submitted" / "reference" / "setup_check" / "setup_check.ipynb",
@@ -106,25 +116,49 @@ for source in (pathlib.Path(zerobook.__file__).parents[1] / "labs" / "setup_chec
     except Exception as exc:
         print("could not delete", source, type(exc).__name__)
 subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
-'''.replace("MARK", MARK)
+""".replace("MARK", MARK)
 
 
 def submissions(root) -> dict[str, str]:
     release = (root / "release" / LAB / f"{LAB}.ipynb").read_text()
     solution = SOURCE.read_text()
-    part1_ok = lambda nb: edit(nb, "part1_expected_total", lambda s: s.replace(
-        "    # YOUR CODE HERE\n    raise NotImplementedError()", "    return world_size * (world_size + 1) // 2"))
+    part1_ok = lambda nb: edit(
+        nb,
+        "part1_expected_total",
+        lambda s: s.replace(
+            "    # YOUR CODE HERE\n    raise NotImplementedError()",
+            "    return world_size * (world_size + 1) // 2",
+        ),
+    )
     return {
         "reference": solution,
-        "patch_run_part": edit(release, "part1_expected_total", lambda s: s + "\n" + FAKE_RUN_PART),
+        "patch_run_part": edit(
+            release, "part1_expected_total", lambda s: s + "\n" + FAKE_RUN_PART
+        ),
         "wrap_report": with_rank_functions(release, "    return None", WRAP_REPORT),
         "forge_and_exit": with_rank_functions(release, FORGE_AND_EXIT),
         "read_course": with_rank_functions(release, "    return None", READ_COURSE),
-        "vandal": edit(part1_ok(release), "part1_expected_total", lambda s: s + "\n" + VANDAL),
-        "kernel_exit": edit(solution, "part1_expected_total", lambda s: s + "\nimport os\nos._exit(3)\n"),
-        "ignores_interrupt": edit(solution, "part1_expected_total", lambda s: s + (
-            "\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n")),
-        "floods": edit(solution, "part1_expected_total", lambda s: s + "\nprint('x' * 50_000_000)\n"),
+        "vandal": edit(
+            part1_ok(release), "part1_expected_total", lambda s: s + "\n" + VANDAL
+        ),
+        "kernel_exit": edit(
+            solution, "part1_expected_total", lambda s: s + "\nimport os\nos._exit(3)\n"
+        ),
+        "ignores_interrupt": edit(
+            solution,
+            "part1_expected_total",
+            lambda s: (
+                s
+                + (
+                    "\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n"
+                )
+            ),
+        ),
+        "floods": edit(
+            solution,
+            "part1_expected_total",
+            lambda s: s + "\nprint('x' * 50_000_000)\n",
+        ),
         "not_json": solution[: len(solution) // 3],
     }
 
@@ -139,16 +173,27 @@ def graded(tmp_path_factory):
     from grading_helpers import sandbox_or_not
 
     if sandbox_or_not():
-        pytest.skip("bubblewrap does not work here: hostile submissions are graded only in the sandbox")
+        pytest.skip(
+            "bubblewrap does not work here: hostile submissions are graded only in the sandbox"
+        )
     base = tmp_path_factory.getbasetemp()
-    base = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this session's, shared by its workers
+    # this session's, shared by its workers
+    base = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     root, done_file = base / "hostile", base / "hostile.json"
     with FileLock(str(base / "hostile.lock")):
         if not done_file.exists():
             done_file.write_text(json.dumps(grade_class(root)))
     done = json.loads(done_file.read_text())
-    result = subprocess.CompletedProcess(done["args"], done["returncode"], done["stdout"], done["stderr"])
-    return root, result, done["seconds"], part_scores(root, LAB, POINTS), bytes.fromhex(done["source_before"])
+    result = subprocess.CompletedProcess(
+        done["args"], done["returncode"], done["stdout"], done["stderr"]
+    )
+    return (
+        root,
+        result,
+        done["seconds"],
+        part_scores(root, LAB, POINTS),
+        bytes.fromhex(done["source_before"]),
+    )
 
 
 def grade_class(root) -> dict:
@@ -161,25 +206,42 @@ def grade_class(root) -> dict:
     source_before = SOURCE.read_bytes()
     start = time.monotonic()
     done = run_grading("grade", "--jobs", "2", root=root, check=False)
-    return {"args": done.args, "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr,
-            "seconds": time.monotonic() - start, "source_before": source_before.hex()}
+    return {
+        "args": done.args,
+        "returncode": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "seconds": time.monotonic() - start,
+        "source_before": source_before.hex(),
+    }
 
 
 def total(root, student) -> float:
     with open(root / "grades.csv") as f:
-        return {r["student_id"]: float(r["score"]) for r in csv.DictReader(f) if r["assignment"] == LAB}[student]
+        return {
+            r["student_id"]: float(r["score"])
+            for r in csv.DictReader(f)
+            if r["assignment"] == LAB
+        }[student]
 
 
-@pytest.mark.parametrize("student", ["patch_run_part", "wrap_report", "forge_and_exit", "read_course"])
+@pytest.mark.parametrize(
+    "student", ["patch_run_part", "wrap_report", "forge_and_exit", "read_course"]
+)
 def test_forging_a_score_scores_zero_on_the_forged_parts(graded, student):
     root, done, _, scores, _ = graded
-    assert scores[student]["test_all_reduce"] == 0 and scores[student]["test_gather"] == 0, (student, scores[student])
+    assert (
+        scores[student]["test_all_reduce"] == 0 and scores[student]["test_gather"] == 0
+    ), (student, scores[student])
     assert total(root, student) == 0, done.stdout[-3000:]
 
 
 def test_a_run_part_patched_in_the_notebook_is_flagged_and_the_clean_run_counts(graded):
     _, done, _, _, _ = graded
-    assert "FLAGGED: patch_run_part / setup_check: test_all_reduce: nbgrader's run scored 2" in done.stdout
+    assert (
+        "FLAGGED: patch_run_part / setup_check: test_all_reduce: nbgrader's run scored 2"
+        in done.stdout
+    )
 
 
 def test_a_wrapped_report_is_named_as_tampering(graded):
@@ -190,20 +252,30 @@ def test_a_wrapped_report_is_named_as_tampering(graded):
 
 def test_vandalism_reaches_nobody_else_nor_the_gradebook_nor_the_course(graded):
     root, _, _, scores, source_before = graded
-    assert scores["reference"] == POINTS and total(root, "reference") == sum(POINTS.values())
-    notebook = json.loads((root / "submitted" / "reference" / LAB / f"{LAB}.ipynb").read_text())
+    assert scores["reference"] == POINTS and total(root, "reference") == sum(
+        POINTS.values()
+    )
+    notebook = json.loads(
+        (root / "submitted" / "reference" / LAB / f"{LAB}.ipynb").read_text()
+    )
     assert notebook["cells"]  # not overwritten with {}
     assert SOURCE.read_bytes() == source_before
     assert scores["vandal"]["test_part1"] == 1  # its honest part still counts
 
 
 def test_no_process_a_submission_started_survives_grading(graded):
-    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"]) if MARK in " ".join(p.info["cmdline"] or [])]
+    left = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if MARK in " ".join(p.info["cmdline"] or [])
+    ]
     assert not left
 
 
 @pytest.mark.parametrize("student", ["kernel_exit", "ignores_interrupt", "not_json"])
-def test_a_notebook_that_cannot_be_graded_scores_zero_with_its_reason_and_stops_nobody(graded, student):
+def test_a_notebook_that_cannot_be_graded_scores_zero_with_its_reason_and_stops_nobody(
+    graded, student
+):
     root, done, _, _, _ = graded
     assert f"NOT GRADED: {student} / {LAB}" in done.stdout, done.stdout[-3000:]
     assert done.returncode == 1
@@ -216,14 +288,19 @@ def test_a_flood_is_cut_and_its_feedback_stays_small(graded):
     root, _, _, scores, _ = graded
     feedback = root / "feedback" / "floods" / LAB / f"{LAB}.html"
     assert feedback.stat().st_size < 1_000_000
-    assert (root / "autograded" / "floods" / LAB / f"{LAB}.ipynb").stat().st_size < 1_000_000
+    assert (
+        root / "autograded" / "floods" / LAB / f"{LAB}.ipynb"
+    ).stat().st_size < 1_000_000
     assert "more characters cut" in feedback.read_text()
 
 
 def test_feedback_shows_no_hidden_test_source(graded):
     root, _, _, _, _ = graded
     page = (root / "feedback" / "reference" / LAB / f"{LAB}.html").read_text()
-    assert "hidden tests: not shown" in page and "for world_size in (1, 2, 7, 64)" not in page
+    assert (
+        "hidden tests: not shown" in page
+        and "for world_size in (1, 2, 7, 64)" not in page
+    )
 
 
 def test_grading_the_class_finished_within_its_bound(graded):
@@ -236,17 +313,21 @@ def test_grading_again_regrades_only_what_changed(graded, tmp_path):
 
     root = tmp_path / "again"  # a copy: the other tests read the first run's files
     shutil.copytree(graded[0], root)
-    (root / "submitted" / "not_json" / LAB / f"{LAB}.ipynb").write_text(SOURCE.read_text())  # fixed and resubmitted
+    # fixed and resubmitted
+    (root / "submitted" / "not_json" / LAB / f"{LAB}.ipynb").write_text(
+        SOURCE.read_text()
+    )
     done = run_grading("grade", "--only", LAB, root=root, check=False)
-    assert "graded " in done.stdout and "not_json / setup_check: graded" in done.stdout, done.stdout[-3000:]
+    assert (
+        "graded " in done.stdout and "not_json / setup_check: graded" in done.stdout
+    ), done.stdout[-3000:]
     assert "reference / setup_check" not in done.stdout  # unchanged: not graded again
     assert total(root, "not_json") == sum(POINTS.values())
 
 
 # Lab 2 (data parallelism): one run read by every test, so an attack on the run is an attack
 # on every part. Each submission's rank script is a DDP of its own, plus what it does on import.
-DDP_POINTS = {"test_broadcast": 1, "test_parity": 2, "test_once": 2, "test_buckets": 2, "test_overlap": 2,
-              "test_waits": 1}
+DDP_POINTS = LAB_POINTS["ddp"]
 LAZY_DDP = '''
 import torch
 import torch.distributed as dist
@@ -263,7 +344,7 @@ class BucketedDDP:
             dist.all_reduce(param.grad)
             param.grad.div_(dist.get_world_size())
 '''
-FORGE_PARITY = '''
+FORGE_PARITY = """
 import zerobook as zb
 _real = zb.report
 
@@ -273,7 +354,7 @@ def _forged(**values):
     _real(**values)
 
 zb.report = _forged
-'''
+"""
 BYPASS = '''
 import subprocess
 from torch.distributed import distributed_c10d
@@ -315,14 +396,25 @@ def ddp_submissions() -> dict[str, str]:
 
     reference = source("ddp")
     solution = reference_script(ROOT / "labs", "ddp")
-    waits_at_once = solution.replace("        work = dist.all_reduce(flat, async_op=True)\n",
-                                     "        work = dist.all_reduce(flat, async_op=True)\n        work.wait()\n")
-    script = lambda code: edit(reference, "rank_script", lambda s: "%%writefile ddp_student.py\n" + code)
-    return {"reference": reference,
-            "forge_parity": script(LAZY_DDP + FORGE_PARITY),
-            "bypass_all_reduce": script(solution.replace("import torch.distributed as dist\n",
-                                                         "import torch.distributed as dist\n" + BYPASS, 1)),
-            "patch_wait": script(waits_at_once + PATCH_WAIT)}
+    waits_at_once = solution.replace(
+        "        work = dist.all_reduce(flat, async_op=True)\n",
+        "        work = dist.all_reduce(flat, async_op=True)\n        work.wait()\n",
+    )
+    script = lambda code: edit(
+        reference, "rank_script", lambda s: "%%writefile ddp_student.py\n" + code
+    )
+    return {
+        "reference": reference,
+        "forge_parity": script(LAZY_DDP + FORGE_PARITY),
+        "bypass_all_reduce": script(
+            solution.replace(
+                "import torch.distributed as dist\n",
+                "import torch.distributed as dist\n" + BYPASS,
+                1,
+            )
+        ),
+        "patch_wait": script(waits_at_once + PATCH_WAIT),
+    }
 
 
 def graded_class(tmp_path_factory, lab: str, submissions: dict, points: dict):
@@ -331,7 +423,9 @@ def graded_class(tmp_path_factory, lab: str, submissions: dict, points: dict):
     from grading_helpers import sandbox_or_not
 
     if sandbox_or_not():
-        pytest.skip("bubblewrap does not work here: hostile submissions are graded only in the sandbox")
+        pytest.skip(
+            "bubblewrap does not work here: hostile submissions are graded only in the sandbox"
+        )
     root = tmp_path_factory.mktemp(f"hostile_{lab}")
     run_grading("release", "--only", lab, root=root)
     for student, notebook in submissions.items():
@@ -372,25 +466,34 @@ def test_lab2_an_all_reduce_that_bypasses_the_record_scores_no_event_part(graded
     grade can pass; its broadcast still counts; the process it left behind is gone."""
     root, _, scores = graded_ddp
     theirs = scores["bypass_all_reduce"]
-    assert {part: theirs[part] for part in ("test_once", "test_buckets", "test_overlap", "test_waits")} == \
-        dict.fromkeys(("test_once", "test_buckets", "test_overlap", "test_waits"), 0)
+    assert {
+        part: theirs[part]
+        for part in ("test_once", "test_buckets", "test_overlap", "test_waits")
+    } == dict.fromkeys(("test_once", "test_buckets", "test_overlap", "test_waits"), 0)
     assert theirs["test_broadcast"] == 1
     assert "no dist.all_reduce in the step" in ddp_page(root, "bypass_all_reduce")
-    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"]) if MARK + "-ddp" in " ".join(p.info["cmdline"] or [])]
+    left = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if MARK + "-ddp" in " ".join(p.info["cmdline"] or [])
+    ]
     assert not left
 
 
-def test_lab2_a_patched_wait_that_hides_a_wait_at_once_scores_zero_and_is_named(graded_ddp):
+def test_lab2_a_patched_wait_that_hides_a_wait_at_once_scores_zero_and_is_named(
+    graded_ddp,
+):
     root, _, scores = graded_ddp
     assert scores["patch_wait"] == {part: 0 for part in DDP_POINTS}
-    assert "tampering: the student's code replaced Handle.wait" in ddp_page(root, "patch_wait")
+    assert "tampering: the student's code replaced Handle.wait" in ddp_page(
+        root, "patch_wait"
+    )
 
 
 # Lab 4 (ZeRO-2 in FSDP2's layout): one run read by every test, as Lab 2's. Each submission
 # is the reference's rank script with a mistake, plus what it does on import.
-ZERO_POINTS = {"test_parity": 3, "test_state": 2, "test_held": 2, "test_buckets": 2, "test_overlap": 2,
-               "test_traffic": 1}
-FORGE_RUNS = '''
+ZERO_POINTS = LAB_POINTS["zero"]
+FORGE_RUNS = """
 import zerobook as zb
 _real = zb.report
 
@@ -400,7 +503,7 @@ def _forged(**values):
     _real(**values)
 
 zb.report = _forged
-'''
+"""
 HIDE_ALL_REDUCE = '''
 from zerobook import comm
 _real_record = comm.CommMeter._record_collective
@@ -440,16 +543,30 @@ def zero_submissions() -> dict[str, str]:
     reference = source("zero")
     solution = reference_script(ROOT / "labs", "zero")
     imports = "import torch.distributed as dist\n"
-    decay_1d = solution.replace('[{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]',
-                                '[{"params": decay + no_decay}]')
-    all_reduce = solution.replace("work = dist.reduce_scatter_tensor(out, flat, async_op=True)",
-                                  "work = dist.all_reduce(flat, async_op=True)")
-    script = lambda code: edit(reference, "rank_script", lambda s: "%%writefile zero_student.py\n" + code)
-    return {"reference": reference,
-            "forge_parity": script(decay_1d + FORGE_RUNS),
-            "hide_all_reduce": script(all_reduce + HIDE_ALL_REDUCE),
-            "bypass_reduce_scatter": script(solution.replace(imports, imports + BYPASS_REDUCE_SCATTER, 1)),
-            "borrows_fsdp": script(solution.replace(imports, imports + "from torch.distributed.fsdp import fully_shard\n", 1))}
+    decay_1d = solution.replace(
+        '[{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]',
+        '[{"params": decay + no_decay}]',
+    )
+    all_reduce = solution.replace(
+        "work = dist.reduce_scatter_tensor(out, flat, async_op=True)",
+        "work = dist.all_reduce(flat, async_op=True)",
+    )
+    script = lambda code: edit(
+        reference, "rank_script", lambda s: "%%writefile zero_student.py\n" + code
+    )
+    return {
+        "reference": reference,
+        "forge_parity": script(decay_1d + FORGE_RUNS),
+        "hide_all_reduce": script(all_reduce + HIDE_ALL_REDUCE),
+        "bypass_reduce_scatter": script(
+            solution.replace(imports, imports + BYPASS_REDUCE_SCATTER, 1)
+        ),
+        "borrows_fsdp": script(
+            solution.replace(
+                imports, imports + "from torch.distributed.fsdp import fully_shard\n", 1
+            )
+        ),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -462,25 +579,41 @@ def zero_page(root, student) -> str:
     return feedback_page(root, student, "zero")
 
 
-def test_lab4_a_forged_report_or_a_patched_meter_scores_zero_everywhere_and_is_named(graded_zero):
+def test_lab4_a_forged_report_or_a_patched_meter_scores_zero_everywhere_and_is_named(
+    graded_zero,
+):
     root, done, scores = graded_zero
     assert scores["reference"] == ZERO_POINTS, done.stdout[-3000:]
-    for student, named in (("forge_parity", "tampering: zb.report was replaced"),
-                           ("hide_all_reduce", "tampering: the student's code replaced CommMeter._record_collective")):
+    for student, named in (
+        ("forge_parity", "tampering: zb.report was replaced"),
+        (
+            "hide_all_reduce",
+            "tampering: the student's code replaced CommMeter._record_collective",
+        ),
+    ):
         assert scores[student] == {part: 0 for part in ZERO_POINTS}, student
         assert named in zero_page(root, student)
 
 
-def test_lab4_a_reduce_scatter_that_bypasses_the_record_scores_no_event_part(graded_zero):
+def test_lab4_a_reduce_scatter_that_bypasses_the_record_scores_no_event_part(
+    graded_zero,
+):
     """Its own reduce-scatter, through the process group: nothing recorded, so nothing the
     events grade can pass; its layout and state still count; the process it left is gone."""
     root, _, scores = graded_zero
     theirs = scores["bypass_reduce_scatter"]
-    assert {part: theirs[part] for part in ("test_buckets", "test_overlap", "test_traffic")} == \
-        dict.fromkeys(("test_buckets", "test_overlap", "test_traffic"), 0)
+    assert {
+        part: theirs[part] for part in ("test_buckets", "test_overlap", "test_traffic")
+    } == dict.fromkeys(("test_buckets", "test_overlap", "test_traffic"), 0)
     assert theirs["test_state"] == ZERO_POINTS["test_state"]
-    assert "no dist.reduce_scatter_tensor in the step" in zero_page(root, "bypass_reduce_scatter")
-    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"]) if MARK + "-zero" in " ".join(p.info["cmdline"] or [])]
+    assert "no dist.reduce_scatter_tensor in the step" in zero_page(
+        root, "bypass_reduce_scatter"
+    )
+    left = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if MARK + "-zero" in " ".join(p.info["cmdline"] or [])
+    ]
     assert not left
 
 
@@ -523,8 +656,7 @@ def test_a_ring_imported_from_the_course_scores_zero_saying_why(tmp_path):
 
 
 # Lab 5 (ZeRO-3): like Lab 2, six tests read one launch; each attack is on that run.
-ZERO3_POINTS = {"test_parity": 2, "test_kept": 2, "test_peak": 2, "test_traffic": 2, "test_forward": 2,
-                "test_backward": 2}
+ZERO3_POINTS = LAB_POINTS["zero3"]
 LAZY_ZERO3 = '''
 class Zero3:
     """No sharding at all: every rank keeps the whole model and steps it on its own."""
@@ -538,7 +670,7 @@ class Zero3:
     def zero_grad(self):
         self.optimizer.zero_grad()
 '''
-FORGE_ZERO3 = '''
+FORGE_ZERO3 = """
 import zerobook as zb
 _real = zb.report
 
@@ -547,7 +679,7 @@ def _forged(**values):
     _real(**values)
 
 zb.report = _forged
-'''
+"""
 BYPASS_ZERO3 = '''
 import subprocess
 from torch.distributed import distributed_c10d
@@ -560,11 +692,11 @@ def _unseen(output, input, group=None, async_op=False):
 dist.all_gather_into_tensor = distributed_c10d.all_gather_into_tensor = _unseen
 subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
 '''.replace("MARK", MARK + "-zero3")
-PATCH_WAIT_ZERO3 = '''
+PATCH_WAIT_ZERO3 = """
 from zerobook import inflight
 _real_wait = inflight.Handle.wait
 inflight.Handle.wait = lambda self, timeout=None: _real_wait(self, timeout)
-'''
+"""
 
 
 def zero3_submissions() -> dict[str, str]:
@@ -575,13 +707,21 @@ def zero3_submissions() -> dict[str, str]:
 
     reference = source("zero3")
     solution = reference_script(ROOT / "labs", "zero3")
-    script = lambda code: edit(reference, "rank_script", lambda s: "%%writefile zero3_student.py\n" + code)
+    script = lambda code: edit(
+        reference, "rank_script", lambda s: "%%writefile zero3_student.py\n" + code
+    )
     imports = "import torch.distributed as dist\n"
-    return {"reference": reference,
-            "forge_parity": script(LAZY_ZERO3 + FORGE_ZERO3),
-            "bypass_all_gather": script(solution.replace(imports, imports + BYPASS_ZERO3, 1)),
-            "patch_wait": script(solution + PATCH_WAIT_ZERO3),
-            "borrows_zero": script("from zerobook.zero import Zero3AdamW as Zero3  # noqa: F401\n")}
+    return {
+        "reference": reference,
+        "forge_parity": script(LAZY_ZERO3 + FORGE_ZERO3),
+        "bypass_all_gather": script(
+            solution.replace(imports, imports + BYPASS_ZERO3, 1)
+        ),
+        "patch_wait": script(solution + PATCH_WAIT_ZERO3),
+        "borrows_zero": script(
+            "from zerobook.zero import Zero3AdamW as Zero3  # noqa: F401\n"
+        ),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -590,26 +730,38 @@ def graded_zero3(tmp_path_factory):
     return graded_class(tmp_path_factory, "zero3", zero3_submissions(), ZERO3_POINTS)
 
 
-def test_lab5_forged_patched_or_borrowed_runs_score_zero_everywhere_and_are_named(graded_zero3):
+def test_lab5_forged_patched_or_borrowed_runs_score_zero_everywhere_and_are_named(
+    graded_zero3,
+):
     root, done, scores = graded_zero3
     assert scores["reference"] == ZERO3_POINTS, done.stdout[-3000:]
-    named = {"forge_parity": "tampering: zb.report was replaced",
-             "patch_wait": "tampering: the student's code replaced Handle.wait",
-             "borrows_zero": "zerobook.zero is the course's own implementation"}
+    named = {
+        "forge_parity": "tampering: zb.report was replaced",
+        "patch_wait": "tampering: the student's code replaced Handle.wait",
+        "borrows_zero": "zerobook.zero is the course's own implementation",
+    }
     for student, says in named.items():
         assert scores[student] == dict.fromkeys(ZERO3_POINTS, 0), student
         assert says in feedback_page(root, student, "zero3"), student
 
 
-def test_lab5_an_all_gather_that_bypasses_the_record_scores_no_gather_part(graded_zero3):
+def test_lab5_an_all_gather_that_bypasses_the_record_scores_no_gather_part(
+    graded_zero3,
+):
     """Its own all-gather, through the process group: nothing recorded, so the parts that
     grade the all-gathers fail; the weights are right; the process it left behind is gone."""
     root, _, scores = graded_zero3
     theirs = scores["bypass_all_gather"]
-    assert {part: theirs[part] for part in ("test_traffic", "test_forward", "test_backward")} == \
-        dict.fromkeys(("test_traffic", "test_forward", "test_backward"), 0)
+    assert {
+        part: theirs[part] for part in ("test_traffic", "test_forward", "test_backward")
+    } == dict.fromkeys(("test_traffic", "test_forward", "test_backward"), 0)
     assert theirs["test_parity"] == 2
-    assert "blocks.1 was not gathered" in feedback_page(root, "bypass_all_gather", "zero3")
-    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
-            if MARK + "-zero3" in " ".join(p.info["cmdline"] or [])]
+    assert "blocks.1 was not gathered" in feedback_page(
+        root, "bypass_all_gather", "zero3"
+    )
+    left = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if MARK + "-zero3" in " ".join(p.info["cmdline"] or [])
+    ]
     assert not left

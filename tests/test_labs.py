@@ -1,4 +1,5 @@
 """Lab harnesses against wrong student code: a wrong algorithm is caught, a deadlock fails fast."""
+
 import re
 import time
 
@@ -6,7 +7,8 @@ import pytest
 
 import zerobook as zb
 
-pytestmark = pytest.mark.launch  # starts ranks with torchrun (make test-quick leaves it out)
+# starts ranks with torchrun (make test-quick leaves it out)
+pytestmark = pytest.mark.launch
 
 GATHER_TO_RANK_0 = '''
 import torch.distributed as dist
@@ -94,7 +96,9 @@ def test_gathering_to_rank_0_is_correct_but_fails_the_byte_count(tmp_path):
     assert run.ranks[0]["sent"] != 2 * 2 * size // 3  # what a ring sends
 
 
-def test_a_deadlocked_ring_fails_within_a_minute_naming_the_stuck_send(tmp_path, monkeypatch):
+def test_a_deadlocked_ring_fails_within_a_minute_naming_the_stuck_send(
+    tmp_path, monkeypatch
+):
     # The launcher's own test waits out the default collective timeout; 10 s is enough here.
     monkeypatch.setenv("ZEROBOOK_COLLECTIVE_TIMEOUT", "10")
     student = tmp_path / "ring_student.py"
@@ -105,7 +109,12 @@ def test_a_deadlocked_ring_fails_within_a_minute_naming_the_stuck_send(tmp_path,
     assert time.monotonic() - start < 60
     message = str(caught.value)
     assert "stuck in send" in message.splitlines()[0]
-    send_line = BLOCKING_RING.splitlines().index("    dist.send(tensor, dst=(rank + 1) % world_size)") + 1
+    send_line = (
+        BLOCKING_RING.splitlines().index(
+            "    dist.send(tensor, dst=(rank + 1) % world_size)"
+        )
+        + 1
+    )
     assert f'File "{student}", line {send_line}' in message  # the student's own line
 
 
@@ -194,20 +203,51 @@ def test_lab6_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_p
     reduce_dtype reduces in bf16 when asked for fp32; without set_modules_to_forward_prefetch each
     block is gathered only when it starts; with fully_shard on the root alone the whole model is
     one unit."""
-    policy = "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=reduce_dtype)"
-    fp32 = planted(tmp_path, "fsdp2", "fp32", policy, "MixedPrecisionPolicy()")  # the defaults: no casting
+    policy = (
+        "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=reduce_dtype)"
+    )
+    # the defaults: no casting
+    fp32 = planted(tmp_path, "fsdp2", "fp32", policy, "MixedPrecisionPolicy()")
     sent = zb.grading.run_part("fsdp2", fp32, "traffic", nproc=2).ranks[0]
-    assert sent["student_bf16"]["all_gather_into_tensor"] > sent["ours"]["all_gather_into_tensor"]
-    ignored = planted(tmp_path, "fsdp2", "ignored", policy, policy.replace("=reduce_dtype", "=torch.bfloat16"))
+    assert (
+        sent["student_bf16"]["all_gather_into_tensor"]
+        > sent["ours"]["all_gather_into_tensor"]
+    )
+    ignored = planted(
+        tmp_path,
+        "fsdp2",
+        "ignored",
+        policy,
+        policy.replace("=reduce_dtype", "=torch.bfloat16"),
+    )
     sent = zb.grading.run_part("fsdp2", ignored, "traffic", nproc=2).ranks[0]
     assert sent["student_bf16"] == sent["ours"]  # the bf16 test passes ...
-    assert sent["student_fp32"]["reduce_scatter_tensor"] == sent["ours"]["reduce_scatter_tensor"]  # ... fp32's fails
-    lazy = planted(tmp_path, "fsdp2", "lazy", "block.set_modules_to_forward_prefetch(blocks[k + 1:k + 2])", "pass")
+    # ... fp32's fails
+    assert (
+        sent["student_fp32"]["reduce_scatter_tensor"]
+        == sent["ours"]["reduce_scatter_tensor"]
+    )
+    lazy = planted(
+        tmp_path,
+        "fsdp2",
+        "lazy",
+        "block.set_modules_to_forward_prefetch(blocks[k + 1 : k + 2])",
+        "pass",
+    )
     issued = zb.grading.run_part("fsdp2", lazy, "prefetch", nproc=2).ranks[0]["issued"]
     assert issued["blocks.0"] < 3  # the root and block 0 only
-    whole = planted(tmp_path, "fsdp2", "whole", "    for block in model.blocks:\n        fully_shard(block, mesh=mesh, mp_policy=policy)\n", "",
-                    "    blocks = list(model.blocks)\n", "    blocks = []  # nothing to prefetch between\n")
-    assert zb.grading.run_part("fsdp2", whole, "memory", nproc=2).ranks[0]["units"] == ["root"]
+    whole = planted(
+        tmp_path,
+        "fsdp2",
+        "whole",
+        "    for block in model.blocks:\n        fully_shard(block, mesh=mesh, mp_policy=policy)\n",
+        "",
+        "    blocks = list(model.blocks)\n",
+        "    blocks = []  # nothing to prefetch between\n",
+    )
+    assert zb.grading.run_part("fsdp2", whole, "memory", nproc=2).ranks[0]["units"] == [
+        "root"
+    ]
 
 
 def test_lab5_measures_the_reduction_errors_on_2_and_4_ranks_for_its_question(
@@ -233,15 +273,22 @@ def test_lab5_measures_the_reduction_errors_on_2_and_4_ranks_for_its_question(
 
 def test_an_untouched_student_file_fails_at_once_without_launching(tmp_path):
     stub = tmp_path / "fsdp2_student.py"
-    stub.write_text('def shard(model, mesh):\n    """doc"""\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n'
-                    'def load(model, optimizer, path):\n    raise NotImplementedError()\n')
+    stub.write_text(
+        'def shard(model, mesh):\n    """doc"""\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n'
+        "def load(model, optimizer, path):\n    raise NotImplementedError()\n"
+    )
     start = time.monotonic()
-    with pytest.raises(NotImplementedError, match="no function is implemented yet .shard, load"):
+    with pytest.raises(
+        NotImplementedError, match="no function is implemented yet .shard, load"
+    ):
         zb.grading.run_part("fsdp2", str(stub), "parity", nproc=2)
     assert time.monotonic() - start < 1
     partial = tmp_path / "partial.py"
-    partial.write_text("def shard(model, mesh):\n    return model\n\ndef load(m, o, p):\n    raise NotImplementedError()\n")
-    assert zb.grading.unimplemented(str(partial)) == ["load"]  # launched: the parts that need shard() still score
+    partial.write_text(
+        "def shard(model, mesh):\n    return model\n\ndef load(m, o, p):\n    raise NotImplementedError()\n"
+    )
+    # launched: the parts that need shard() still score
+    assert zb.grading.unimplemented(str(partial)) == ["load"]
 
 
 def released_rank_script(lab: str) -> str:
@@ -253,14 +300,23 @@ def released_rank_script(lab: str) -> str:
     from conftest import ROOT
 
     notebook = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4)
-    stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}  # labs/nbgrader_config.py's
+    # labs/nbgrader_config.py's
+    stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     released, _ = ClearSolutions(code_stub=stub).preprocess(notebook, {})
-    cell = next(c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "rank_script")
+    cell = next(
+        c
+        for c in released.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "rank_script"
+    )
     return cell.source.split("\n", 1)[1]
 
 
-@pytest.mark.parametrize("lab", ["setup_check", "memory", "ddp", "ring_allreduce", "zero", "zero3", "fsdp2"])
-def test_every_part_of_an_untouched_release_scores_nothing_and_launches_nothing(tmp_path, lab):
+@pytest.mark.parametrize(
+    "lab", ["setup_check", "memory", "ddp", "ring_allreduce", "zero", "zero3", "fsdp2"]
+)
+def test_every_part_of_an_untouched_release_scores_nothing_and_launches_nothing(
+    tmp_path, lab
+):
     """The blank release of each lab, on its harness: every graded part fails at once (the
     reference with its hidden tests runs under nbval over labs/; the round trip in make test-all)."""
     import importlib
@@ -283,15 +339,25 @@ def test_each_lab_shows_the_harness_lines_that_run_the_students_file():
     from conftest import ROOT
 
     source = zb.grading.harness_source("zero", "Arrivals", "build", "train")
-    assert source.startswith("class Arrivals:") and "def train(student, name: str" in source
+    assert (
+        source.startswith("class Arrivals:")
+        and "def train(student, name: str" in source
+    )
     assert '"Zero2", *args)' in source and 'call_student(zero, "finish")' in source
-    source = zb.grading.harness_source("zero3", "Watch", "train")  # Lab 5's cell shows these
+    # Lab 5's cell shows these
+    source = zb.grading.harness_source("zero3", "Watch", "train")
     assert source.startswith("class Watch:") and 'call_student(make, "Zero3"' in source
     with pytest.raises(KeyError, match="defines no nothing_here"):
         zb.grading.harness_source("zero", "nothing_here")
     for path in sorted((ROOT / "labs").glob("*/*.ipynb")):
-        shown = [c for c in json.loads(path.read_text())["cells"]
-                 if re.match(r'print\(zb\.grading\.harness_source\("' + path.stem + '"', "".join(c["source"]))]
+        shown = [
+            c
+            for c in json.loads(path.read_text())["cells"]
+            if re.match(
+                r'print\(zb\.grading\.harness_source\("' + path.stem + '"',
+                "".join(c["source"]),
+            )
+        ]
         assert len(shown) == 1, path.name
 
 
@@ -343,12 +409,19 @@ def ddp_problems(run) -> dict[str, list[str]]:
     """Each graded property of the DDP lab's run -> the problems found on any rank and step."""
     from zerobook import bucket_events as be
 
-    checks = {"once": lambda s, r: be.check_once(s, list(r["params"])),
-              "buckets": lambda s, r: be.check_buckets(s, be.expected(s, r), r["params"]),
-              "overlap": lambda s, r: be.check_overlap(s, len(be.expected(s, r))),
-              "waits": lambda s, r: be.check_waits(s)}
-    found = {name: [p for r in run.ranks for s in r["steps"] for p in check(s, r)] for name, check in checks.items()}
-    found["broadcast"] = [r["broadcast"]["worst"] for r in run.ranks if r["broadcast"]["diff"]]
+    checks = {
+        "once": lambda s, r: be.check_once(s, list(r["params"])),
+        "buckets": lambda s, r: be.check_buckets(s, be.expected(s, r), r["params"]),
+        "overlap": lambda s, r: be.check_overlap(s, len(be.expected(s, r))),
+        "waits": lambda s, r: be.check_waits(s),
+    }
+    found = {
+        name: [p for r in run.ranks for s in r["steps"] for p in check(s, r)]
+        for name, check in checks.items()
+    }
+    found["broadcast"] = [
+        r["broadcast"]["worst"] for r in run.ranks if r["broadcast"]["diff"]
+    ]
     found["parity"] = [r["parity"]["worst"] for r in run.ranks if r["parity"]["diff"]]
     return found
 
@@ -359,16 +432,33 @@ def test_lab2_the_chapters_planned_buckets_lose_only_the_bucket_points(tmp_path)
     student = tmp_path / "ddp_student.py"
     student.write_text(PLANNED_BUCKETS)
     found = ddp_problems(zb.grading.run_part("ddp", str(student), "train", nproc=3))
-    assert found["buckets"] and all(not found[k] for k in ("broadcast", "parity", "once", "overlap", "waits")), found
-    assert found["buckets"][0].startswith("all-reduce 0 held 6 gradients, ln_f.bias ... ")  # reversed: bias first
+    assert found["buckets"] and all(
+        not found[k] for k in ("broadcast", "parity", "once", "overlap", "waits")
+    ), found
+    # reversed: bias first
+    assert found["buckets"][0].startswith(
+        "all-reduce 0 held 6 gradients, ln_f.bias ... "
+    )
 
 
-@pytest.mark.parametrize("mistake, failing, named", [
-    ("waits_at_once", {"overlap"}, "was waited on at once, before any later gradient arrived"),
-    ("divides_first", {"waits", "parity"}, "hold the sum of the ranks' gradients, not their mean"),
-])
-def test_lab2_a_bucket_waited_on_at_once_or_divided_before_its_wait_loses_only_those_points(tmp_path, mistake,
-                                                                                           failing, named):
+@pytest.mark.parametrize(
+    "mistake, failing, named",
+    [
+        (
+            "waits_at_once",
+            {"overlap"},
+            "was waited on at once, before any later gradient arrived",
+        ),
+        (
+            "divides_first",
+            {"waits", "parity"},
+            "hold the sum of the ranks' gradients, not their mean",
+        ),
+    ],
+)
+def test_lab2_a_bucket_waited_on_at_once_or_divided_before_its_wait_loses_only_those_points(
+    tmp_path, mistake, failing, named
+):
     """Right buckets, wrong schedule: each bucket waited on in its hook, so none is in flight
     while backward goes on (waited again in finish()); or the sum divided before finish() waits,
     so the division lands on this rank's own values and the sum arrives after it."""
@@ -376,8 +466,16 @@ def test_lab2_a_bucket_waited_on_at_once_or_divided_before_its_wait_loses_only_t
     divide = "            flat.div_(dist.get_world_size())\n"
     if mistake == "waits_at_once":
         launch = "        work = dist.all_reduce(flat, async_op=True)\n"
-        student = planted(tmp_path, "ddp", mistake, launch, launch + "        work.wait()\n",
-                          wait + divide, divide)  # finish() divides what the hook's wait delivered
+        student = planted(
+            tmp_path,
+            "ddp",
+            mistake,
+            launch,
+            launch + "        work.wait()\n",
+            # finish() divides what the hook's wait delivered
+            wait + divide,
+            divide,
+        )
     else:
         student = planted(tmp_path, "ddp", mistake, wait + divide, divide + wait)
     found = ddp_problems(zb.grading.run_part("ddp", student, "train", nproc=3))
@@ -387,8 +485,13 @@ def test_lab2_a_bucket_waited_on_at_once_or_divided_before_its_wait_loses_only_t
 
 
 def test_lab2_a_file_that_imports_the_courses_ddp_fails_the_whole_run(tmp_path):
-    student = planted(tmp_path, "ddp", "borrows", "import torch\n",
-                      "import torch\nfrom zerobook.ddp import OverlappedAllReduce  # noqa: F401\n")
+    student = planted(
+        tmp_path,
+        "ddp",
+        "borrows",
+        "import torch\n",
+        "import torch\nfrom zerobook.ddp import OverlappedAllReduce  # noqa: F401\n",
+    )
     with pytest.raises(zb.LaunchError, match="course's own implementation"):
         zb.grading.run_part("ddp", student, "train", nproc=3)
 
@@ -439,43 +542,74 @@ def lab4_problems(run) -> dict[str, list[str]]:
 
     ranks = tuple(range(len(run.ranks)))
     found = {
-        "parity": [p for r in run.ranks for n in r["runs"] for p in ze.parity_problems(r, n)],
-        "state": [p for k, r in enumerate(run.ranks) for p in ze.state_and_layout(r, k)],
+        "parity": [
+            p for r in run.ranks for n in r["runs"] for p in ze.parity_problems(r, n)
+        ],
+        "state": [
+            p for k, r in enumerate(run.ranks) for p in ze.state_and_layout(r, k)
+        ],
     }
-    for part, check in (("held", ze.held_problems), ("buckets", ze.bucket_problems),
-                        ("overlap", ze.overlap_problems), ("traffic", ze.traffic_problems)):
+    for part, check in (
+        ("held", ze.held_problems),
+        ("buckets", ze.bucket_problems),
+        ("overlap", ze.overlap_problems),
+        ("traffic", ze.traffic_problems),
+    ):
         found[part] = ze.first_problems(run.ranks, check, ranks)
     return found
 
 
-LAB4_MISTAKES = {  # name -> (replacements in the solution, parts that fail, words in the first)
+# name -> (replacements in the solution, parts that fail, words in the first)
+LAB4_MISTAKES = {
     "kept_gradients": (
-        ("        param.grad = None\n", "",
-         "        for piece in self.pieces.values():\n",
-         "        for param in self.params:\n            param.grad = None\n"
-         "        for piece in self.pieces.values():\n"),
-        {"held"}, "still held after the reduce-scatter of its bucket started"),
+        (
+            "        param.grad = None\n",
+            "",
+            "        for piece in self.pieces.values():\n",
+            "        for param in self.params:\n            param.grad = None\n"
+            "        for piece in self.pieces.values():\n",
+        ),
+        {"held"},
+        "still held after the reduce-scatter of its bucket started",
+    ),
     "all_reduce": (
-        ("        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
-         "        work = dist.all_reduce(flat, async_op=True)\n",
-         "        for params, _, out, work in self.in_flight:\n            work.wait()\n",
-         "        for params, flat, out, work in self.in_flight:\n            work.wait()\n"
-         "            out = flat.view(self.n, -1)[self.rank]\n"),
-        {"traffic", "buckets", "overlap"}, "elements all-reduced: reduce-scatter them instead"),
+        (
+            "        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
+            "        work = dist.all_reduce(flat, async_op=True)\n",
+            "        for params, _, out, work in self.in_flight:\n            work.wait()\n",
+            "        for params, flat, out, work in self.in_flight:\n            work.wait()\n"
+            "            out = flat.view(self.n, -1)[self.rank]\n",
+        ),
+        {"traffic", "buckets", "overlap"},
+        "elements all-reduced: reduce-scatter them instead",
+    ),
     "waits_at_once": (
-        ("        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
-         "        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n"
-         "        work.wait()\n"),
-        {"overlap"}, "was waited on at once, before any later gradient arrived"),
+        (
+            "        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
+            "        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n"
+            "        work.wait()\n",
+        ),
+        {"overlap"},
+        "was waited on at once, before any later gradient arrived",
+    ),
     "decay_1d": (
-        ('        groups = [{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]\n',
-         '        groups = [{"params": decay + no_decay}]\n'),
-        {"parity"}, "weight decay on 1-D tensor(s) blocks.0.ln1.weight, "),
+        (
+            '        groups = [{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]\n',
+            '        groups = [{"params": decay + no_decay}]\n',
+        ),
+        {"parity"},
+        "weight decay on 1-D tensor(s) blocks.0.ln1.weight, ",
+    ),
     "predivided": (
-        ("        grad = padded(param.grad, self.n)\n",
-         "        grad = padded(param.grad, self.n) / self.n\n",
-         "grad.float() / self.n\n", "grad.float()\n"),
-        set(), None),
+        (
+            "        grad = padded(param.grad, self.n)\n",
+            "        grad = padded(param.grad, self.n) / self.n\n",
+            "grad.float() / self.n\n",
+            "grad.float()\n",
+        ),
+        set(),
+        None,
+    ),
 }
 
 
@@ -488,22 +622,40 @@ def test_lab4_each_mistake_loses_only_its_parts_and_is_named(tmp_path, mistake):
     student = planted(tmp_path, "zero", mistake, *replacements)
     found = lab4_problems(zb.grading.run_part("zero", student, "train", nproc=3))
     assert {part for part, problems in found.items() if problems} == failing, found
-    assert named is None or any(named in p for part in failing for p in found[part]), found
+    assert named is None or any(named in p for part in failing for p in found[part]), (
+        found
+    )
 
 
 def test_lab4_the_packages_flat_layout_fails_the_layout_part_naming_it(tmp_path):
     student = tmp_path / "zero_student.py"
     student.write_text(FLAT_ZERO)
     found = lab4_problems(zb.grading.run_part("zero", str(student), "train", nproc=3))
-    assert "flat contiguous sharding, zerobook.zero's layout" in found["state"][0], found
+    assert "flat contiguous sharding, zerobook.zero's layout" in found["state"][0], (
+        found
+    )
     assert found["buckets"] and found["overlap"], found
 
 
-@pytest.mark.parametrize("module", ["zerobook.zero", "torch.distributed.fsdp",
-                                    "torch.distributed.tensor", "torch.distributed.optim"])
-def test_lab4_a_file_that_imports_a_forbidden_module_fails_the_whole_run(tmp_path, module):
-    student = planted(tmp_path, "zero", "borrows", "import torch\n",
-                      f"import torch\nimport {module}  # noqa: F401\n")
+@pytest.mark.parametrize(
+    "module",
+    [
+        "zerobook.zero",
+        "torch.distributed.fsdp",
+        "torch.distributed.tensor",
+        "torch.distributed.optim",
+    ],
+)
+def test_lab4_a_file_that_imports_a_forbidden_module_fails_the_whole_run(
+    tmp_path, module
+):
+    student = planted(
+        tmp_path,
+        "zero",
+        "borrows",
+        "import torch\n",
+        f"import torch\nimport {module}  # noqa: F401\n",
+    )
     with pytest.raises(zb.LaunchError, match=f"ImportError: {module} is"):
         zb.grading.run_part("zero", student, "train", nproc=3)
 
@@ -533,15 +685,30 @@ GATHER_ASYNC = "handle = dist.all_gather_into_tensor(buffer, pieces, async_op=as
 BACKWARD_PREFETCH = "        if following > 0:\n            self.gather(self.order[following], async_op=True)\n"
 GROUPS = '[{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], **options'
 LAB5_MISTAKES = {  # name -> (old, new, the parts that fail, what one of them says)
-    "never_frees": (FREE, "            pass  # keeps the full weights\n", {"kept", "peak"},
-                    ("kept", "blocks.2 is still gathered after step()")),
-    "blocking_gather": (GATHER_ASYNC, GATHER_ASYNC.replace("=async_op", "=False"),
-                        {"forward", "backward"},
-                        ("forward", "blocks.1's all-gather was blocking (async_op=False)")),
-    "no_backward_prefetch": (BACKWARD_PREFETCH, "", {"backward"},
-                             ("backward", "blocks.1's all-gather was issued only after blocks.2's")),
-    "decay_on_1d": (GROUPS, "list(self.masters.values()), **options", {"parity"},
-                    ("parity", "weight decay on 1-D blocks.0.ln1.weight")),
+    "never_frees": (
+        FREE,
+        "            pass  # keeps the full weights\n",
+        {"kept", "peak"},
+        ("kept", "blocks.2 is still gathered after step()"),
+    ),
+    "blocking_gather": (
+        GATHER_ASYNC,
+        GATHER_ASYNC.replace("=async_op", "=False"),
+        {"forward", "backward"},
+        ("forward", "blocks.1's all-gather was blocking (async_op=False)"),
+    ),
+    "no_backward_prefetch": (
+        BACKWARD_PREFETCH,
+        "",
+        {"backward"},
+        ("backward", "blocks.1's all-gather was issued only after blocks.2's"),
+    ),
+    "decay_on_1d": (
+        GROUPS,
+        "list(self.masters.values()), **options",
+        {"parity"},
+        ("parity", "weight decay on 1-D blocks.0.ln1.weight"),
+    ),
 }
 
 
@@ -567,12 +734,17 @@ def test_lab5_a_gather_whose_handle_is_dropped_is_named_not_a_crash(tmp_path):
     assert found["parity"]
 
 
-@pytest.mark.parametrize("line", [
-    "from zerobook.zero import Zero3AdamW  # noqa: F401\n",
-    "import torch.distributed.fsdp  # noqa: F401\n",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from zerobook.zero import Zero3AdamW  # noqa: F401\n",
+        "import torch.distributed.fsdp  # noqa: F401\n",
+    ],
+)
 def test_lab5_a_file_that_imports_a_zero3_fails_the_whole_run(tmp_path, line):
-    student = planted(tmp_path, "zero3", "borrows", "import torch\n", "import torch\n" + line)
+    student = planted(
+        tmp_path, "zero3", "borrows", "import torch\n", "import torch\n" + line
+    )
     with pytest.raises(zb.LaunchError, match="scores 0"):
         zb.grading.run_part("zero3", student, "train", nproc=3)
 
@@ -581,7 +753,9 @@ def test_lab5_fully_shard_taken_inside_a_method_fails_the_whole_run(tmp_path):
     """torch itself has loaded FSDP by then (AdamW imports torch._dynamo): the import is
     refused to the student's file all the same."""
     step = "        self.optimizer.step()\n"
-    late = "        from torch.distributed.fsdp import fully_shard  # noqa: F401\n" + step
+    late = (
+        "        from torch.distributed.fsdp import fully_shard  # noqa: F401\n" + step
+    )
     student = planted(tmp_path, "zero3", "late", step, late)
     with pytest.raises(zb.LaunchError, match="torch.distributed.fsdp is PyTorch's own"):
         zb.grading.run_part("zero3", student, "train", nproc=3)
@@ -647,7 +821,10 @@ def test_lab5_the_chapters_flat_units_fail_the_layout_naming_the_parameters(tmp_
     student = tmp_path / "zero3_student.py"
     student.write_text(lab_solution("zero3") + FLAT_ZERO3)
     found = zero3_problems(zb.grading.run_part("zero3", str(student), "train", nproc=3))
-    assert "no master tensor is piece r of embed.weight, blocks.0.ln1.weight" in found["kept"][0]
+    assert (
+        "no master tensor is piece r of embed.weight, blocks.0.ln1.weight"
+        in found["kept"][0]
+    )
     assert not found["peak"]
     assert "holds no unit's pieces" in " ".join(found["traffic"])
 
@@ -657,21 +834,40 @@ def test_lab5_another_sound_design_scores_full_marks(tmp_path):
     reduce-scatter asynchronous, waited on in step(): the same schedule, nothing lost."""
     output_hook = "        if output.requires_grad:\n"
     post_hook = "            unit.register_forward_hook(\n                lambda m, a, out, i=i: self.after_forward(i, out)\n            )\n"
-    pre_backward = ("            if i > 0:\n                unit.register_full_backward_pre_hook(\n"
-                    "                    lambda m, grad, i=i: self.before_backward(i)\n                )\n")
-    reduce = ("        dist.reduce_scatter_tensor(out, full)\n        out /= self.world_size\n"
-              "        for p, grad in zip(self.params[unit], out.split([g[0].numel() for g in grads])):\n"
-              "            self.masters[p].grad = grad.float()\n            p.grad = None\n")
-    deferred = ("        work = dist.reduce_scatter_tensor(out, full, async_op=True)\n"
-                "        self.pending = getattr(self, 'pending', []) + [(work, out, unit, grads)]\n"
-                "        for p in self.params[unit]:\n            p.grad = None\n")
+    pre_backward = (
+        "            if i > 0:\n                unit.register_full_backward_pre_hook(\n"
+        "                    lambda m, grad, i=i: self.before_backward(i)\n                )\n"
+    )
+    reduce = (
+        "        dist.reduce_scatter_tensor(out, full)\n        out /= self.world_size\n"
+        "        for p, grad in zip(self.params[unit], out.split([g[0].numel() for g in grads])):\n"
+        "            self.masters[p].grad = grad.float()\n            p.grad = None\n"
+    )
+    deferred = (
+        "        work = dist.reduce_scatter_tensor(out, full, async_op=True)\n"
+        "        self.pending = getattr(self, 'pending', []) + [(work, out, unit, grads)]\n"
+        "        for p in self.params[unit]:\n            p.grad = None\n"
+    )
     step = "        self.optimizer.step()\n"
-    waits = ("        for work, out, unit, grads in self.pending:\n            work.wait()\n"
-             "            out /= self.world_size\n"
-             "            for p, g in zip(self.params[unit], out.split([g[0].numel() for g in grads])):\n"
-             "                self.masters[p].grad = g\n        self.pending = []\n" + step)
-    student = planted(tmp_path, "zero3", "alternative", output_hook, "        if output.requires_grad and i == 0:\n",
-                      post_hook, post_hook + pre_backward, reduce, deferred, step, waits)
+    waits = (
+        "        for work, out, unit, grads in self.pending:\n            work.wait()\n"
+        "            out /= self.world_size\n"
+        "            for p, g in zip(self.params[unit], out.split([g[0].numel() for g in grads])):\n"
+        "                self.masters[p].grad = g\n        self.pending = []\n" + step
+    )
+    student = planted(
+        tmp_path,
+        "zero3",
+        "alternative",
+        output_hook,
+        "        if output.requires_grad and i == 0:\n",
+        post_hook,
+        post_hook + pre_backward,
+        reduce,
+        deferred,
+        step,
+        waits,
+    )
     found = zero3_problems(zb.grading.run_part("zero3", student, "train", nproc=3))
     assert not any(found.values()), found
 
@@ -681,5 +877,8 @@ def test_lab5_waiting_on_a_handle_that_is_none_fails_saying_so(tmp_path):
     student's hook, which the failure explains (not a crash without a cause)."""
     guarded = "        if handle is not None:\n            handle.wait()\n"
     student = planted(tmp_path, "zero3", "none", guarded, "        handle.wait()\n")
-    with pytest.raises(zb.LaunchError, match=r"zero3_student.py, line \d+\): a handle your code waits on is None"):
+    with pytest.raises(
+        zb.LaunchError,
+        match=r"zero3_student.py, line \d+\): a handle your code waits on is None",
+    ):
         zb.grading.run_part("zero3", student, "train", nproc=3)

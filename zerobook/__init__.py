@@ -5,18 +5,52 @@ inside each torchrun process. Everything is loaded on first use (PEP 562), so `i
 zb` imports neither torch nor matplotlib, a rank never loads the launcher, and every module is
 still one attribute away: `zb.zero.ShardedOptimizer`, `zb.memory.model_state_bytes`, `zb.torchrun`.
 """
+
 import importlib
 
 __version__ = "0.1.0"
 SUBMODULES = {
-    "memory", "traffic", "zero_paper", "hardware", "bucket_events", "zero_events",  # pure, no torch
-    "dist", "rank_entry", "collectives", "comm", "measure", "models", "ddp", "inflight", "precision", "parity",
-    "recompute", "sharded_checkpoint", "training", "fsdp2", "zero", "zero_probe", "runs", "labs",  # the rank side
-    "launch", "failures", "plots", "widgets", "grading", "cluster",  # the notebook side
+    # pure, no torch
+    "memory",
+    "traffic",
+    "zero_paper",
+    "hardware",
+    "bucket_events",
+    "zero_events",
+    "dist",
+    "rank_entry",
+    "collectives",
+    "comm",
+    "measure",
+    "models",
+    "ddp",
+    "inflight",
+    "precision",
+    "parity",
+    # the rank side
+    "recompute",
+    "sharded_checkpoint",
+    "training",
+    "fsdp2",
+    "zero",
+    "zero_probe",
+    "runs",
+    "labs",
+    # the notebook side
+    "launch",
+    "failures",
+    "plots",
+    "widgets",
+    "grading",
+    "cluster",
 }
 ATTRIBUTES = {  # name -> the module it comes from
-    "Rank": "zerobook.dist", "setup": "zerobook.dist", "report": "zerobook.dist",
-    "torchrun": "zerobook.launch", "LaunchError": "zerobook.launch", "RunResult": "zerobook.launch",
+    "Rank": "zerobook.dist",
+    "setup": "zerobook.dist",
+    "report": "zerobook.dist",
+    "torchrun": "zerobook.launch",
+    "LaunchError": "zerobook.launch",
+    "RunResult": "zerobook.launch",
 }
 __all__ = sorted(ATTRIBUTES) + sorted(SUBMODULES)
 

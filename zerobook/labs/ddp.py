@@ -22,8 +22,8 @@ import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.inflight import Handle, InFlight
-from zerobook.labs.harness import borrowed, call_student, forbid, lab_params, load_student
-from zerobook.labs.harness import parse_args, replaced, trusted
+from zerobook.labs.harness import borrowed, call_student, forbid, lab_params
+from zerobook.labs.harness import load_student, parse_args, replaced, trusted
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
 from zerobook.training import rank_batch
@@ -33,8 +33,13 @@ PARTS = ["train"]
 # reverse of model.parameters()'s order; 32 KiB buckets: 5, the last under the cap
 # (finish() must send it)
 CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
-HIDDEN = lab_params(bucket_cap_bytes=32 * 1024, steps=3, seed=1234)  # an instructor's own
-BUCKET_CAP_BYTES, STEPS, SEED = HIDDEN["bucket_cap_bytes"], HIDDEN["steps"], HIDDEN["seed"]
+# an instructor's own
+HIDDEN = lab_params(bucket_cap_bytes=32 * 1024, steps=3, seed=1234)
+BUCKET_CAP_BYTES, STEPS, SEED = (
+    HIDDEN["bucket_cap_bytes"],
+    HIDDEN["steps"],
+    HIDDEN["seed"],
+)
 BATCH, LR = 2, 1e-3
 FORBIDDEN = ("zerobook.ddp", "zerobook.bucket_events")  # the course's DDP, the grader's
 ALL_GATHER = dist.all_gather_into_tensor  # the harness's own, never a wrapper
