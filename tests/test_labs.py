@@ -499,7 +499,7 @@ class Zero2:
     """The chapters' layout (zerobook.zero's FlatParams, copied): one flat buffer of every
     parameter, padded at its end, rank r owning its r-th contiguous N-th."""
 
-    def __init__(self, model, optimizer_class, bucket_cap_bytes, **options):
+    def __init__(self, model, optimizer_class, bucket_cap_bytes, max_in_flight, **options):
         self.n, self.params = dist.get_world_size(), list(model.parameters())
         flat = self.flat([p.detach() for p in self.params])
         self.master = torch.nn.Parameter(flat.view(self.n, -1)[dist.get_rank()].clone())
@@ -533,13 +533,14 @@ class Zero2:
 def lab4_problems(run) -> dict[str, list[str]]:
     """Each graded part of Lab 4's run -> the problems found on any rank, optimizer, step."""
     from zerobook import zero_events as ze
+    from zerobook import zero_held as zh
 
     ranks = tuple(range(len(run.ranks)))
     found = {
         "parity": [p for r in run.ranks for n in r["runs"] for p in ze.parity_problems(r, n)],
         "state": [p for k, r in enumerate(run.ranks) for p in ze.state_and_layout(r, k)],
     }
-    for part, check in (("held", ze.held_problems), ("buckets", ze.bucket_problems),
+    for part, check in (("held", zh.held_problems), ("buckets", ze.bucket_problems),
                         ("overlap", ze.overlap_problems), ("traffic", ze.traffic_problems)):
         found[part] = ze.first_problems(run.ranks, check, ranks)
     return found
@@ -555,9 +556,9 @@ LAB4_MISTAKES = {  # name -> (replacements in the solution, parts that fail, wor
     "all_reduce": (
         ("        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
          "        work = dist.all_reduce(flat, async_op=True)\n",
-         "        for params, _, out, work in self.in_flight:\n            work.wait()\n",
-         "        for params, flat, out, work in self.in_flight:\n            work.wait()\n"
-         "            out = flat.view(self.n, -1)[self.rank]\n"),
+         "        params, _, out, work = self.in_flight.pop(0)\n        work.wait()\n",
+         "        params, flat, out, work = self.in_flight.pop(0)\n        work.wait()\n"
+         "        out = flat.view(self.n, -1)[self.rank]\n"),
         {"traffic", "buckets", "overlap"}, "elements all-reduced: reduce-scatter them instead"),
     "waits_at_once": (
         ("        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
@@ -568,6 +569,21 @@ LAB4_MISTAKES = {  # name -> (replacements in the solution, parts that fail, wor
         ('        groups = [{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]\n',
          '        groups = [{"params": decay + no_decay}]\n'),
         {"parity"}, "weight decay on 1-D tensor(s) blocks.0.ln1.weight, "),
+    "never_retires": (
+        ("        if len(self.in_flight) >= self.max_in_flight:\n            self.retire()\n", ""),
+        {"held"}, "it was retired only in finish(), so its bucket was kept past its retirement"),
+    "retires_early": (
+        ("        if len(self.in_flight) >= self.max_in_flight:\n",
+         "        if self.in_flight:\n"),
+        {"overlap"}, "before the launch that retires it (reduce-scatter 2's, in the hook of"),
+    "keeps_retired_buffers": (
+        ("        params, _, out, work = self.in_flight.pop(0)\n",
+         "        params, flat, out, work = self.in_flight.pop(0)\n        self.done.append(flat)\n",
+         "        self.max_in_flight = max_in_flight\n",
+         "        self.max_in_flight, self.done = max_in_flight, []\n",
+         "        for piece in self.pieces.values():\n",
+         "        self.done = []\n        for piece in self.pieces.values():\n"),
+        {"held"}, "(a retired bucket's buffers still held?)"),
     "predivided": (
         ("        grad = padded(param.grad, self.n)\n",
          "        grad = padded(param.grad, self.n) / self.n\n",
@@ -579,8 +595,10 @@ LAB4_MISTAKES = {  # name -> (replacements in the solution, parts that fail, wor
 @pytest.mark.parametrize("mistake", sorted(LAB4_MISTAKES))
 def test_lab4_each_mistake_loses_only_its_parts_and_is_named(tmp_path, mistake):
     """Gradients freed only in zero_grad(), an all-reduce for the reduce-scatter, a
-    bucket waited on in its hook, weight decay on the 1-D pieces: each fails its own
-    parts, the first naming the mistake; a mean taken before the sum fails none."""
+    bucket waited on in its hook, buckets never retired before finish(), retired a
+    launch early, or kept after their wait, weight decay on the 1-D pieces: each fails
+    its own parts, the first naming the mistake; a mean taken before the sum fails
+    none."""
     replacements, failing, named = LAB4_MISTAKES[mistake]
     student = planted(tmp_path, "zero", mistake, *replacements)
     found = lab4_problems(zb.grading.run_part("zero", student, "train", nproc=3))

@@ -9,7 +9,8 @@ import importlib
 
 __version__ = "0.1.0"
 SUBMODULES = {
-    "memory", "traffic", "zero_paper", "hardware", "bucket_events", "zero_events",  # pure, no torch
+    "memory", "traffic", "zero_paper", "hardware", "bucket_events", "zero_events",
+    "zero_held",  # pure, no torch
     "dist", "rank_entry", "collectives", "comm", "measure", "models", "ddp", "inflight", "precision", "parity",
     "recompute", "sharded_checkpoint", "training", "fsdp2", "zero", "zero_probe", "runs", "labs",  # the rank side
     "launch", "failures", "plots", "widgets", "grading", "cluster",  # the notebook side
