@@ -583,7 +583,7 @@ LAB4_MISTAKES = {  # name -> (replacements in the solution, parts that fail, wor
          "        self.max_in_flight, self.done = max_in_flight, []\n",
          "        for piece in self.pieces.values():\n",
          "        self.done = []\n        for piece in self.pieces.values():\n"),
-        {"held"}, "(a retired bucket's buffers still held?)"),
+        {"held"}, "the inputs of reduce-scatters 0, 1, 2 are still held, past their"),
     "predivided": (
         ("        grad = padded(param.grad, self.n)\n",
          "        grad = padded(param.grad, self.n) / self.n\n",

@@ -216,6 +216,12 @@ def test_a_bucket_kept_past_its_retirement_is_named_in_the_memory_part_only():
     )
     over = step(*["c", "R0", "b", "a", "W0", "R1", "F", "W1", "f"], held=[(5, 200, [])])
     found = zh.held_problems(over, ONE)
+    named = step(*["c", "R0", "b", "a", "W0", "R1", "F", "W1", "f"])
+    named["held"] = [[6, 200, [], [0, 1]]]
+    assert zh.held_problems(named, ONE)[0].endswith(
+        "make 72; the input of reduce-scatter 0 is still held, past its retirement: "
+        "forget a bucket's buffers when you retire it"
+    )
     assert "(a retired bucket's buffers still held?)" in found[0]
     assert found[1].startswith("peak: 200 bytes of gradients held when backward ended")
 

@@ -9,10 +9,11 @@ described: {"param", "piece"}, {"param", "whole"}, {"flat_share"} or {}, with "n
 and "weight_decay"), "parity" and "steps", a step holding "events" (["grad", name],
 [collective, i, async_op], ["wait", i], ["finish"], ["finished"], ["stepped"] in
 order), "reduce_scatters" (the gradients each input held: "params", "layout",
-"numel", "unmatched"), "held" ([at, bytes, kept]: gradient bytes held when events[at]
-came, the param.grads alive but the arriving one), "pieces" ({"grads": name -> what
-its piece's .grad held after finish()}), "traffic" (op -> {"calls", "elements"}) and
-"optimizer_bytes". "max_in_flight" in the report: how many reduce-scatters may be in flight at once.
+"numel", "unmatched"), "held" ([at, bytes, kept, buffers]: gradient bytes held when
+events[at] came, the param.grads alive but the arriving one, the reduce-scatters whose
+input the student's object still held), "pieces" ({"grads": name -> what its piece's
+.grad held after finish()}), "traffic" (op -> {"calls", "elements"}) and
+"optimizer_bytes"; "max_in_flight": how many reduce-scatters may be in flight at once.
 Each check returns its problems, naming the parameter or bucket; the gradient bytes
 held are zerobook.zero_held's.
 """

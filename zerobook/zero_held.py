@@ -20,7 +20,8 @@ def moment(events: list, at: int) -> str:
 
 
 def bounds(step: dict, report: dict):
-    """Each measurement: (at, bytes held, kept, the bound's parts, gradients launched).
+    """Each measurement: (at, bytes held, kept, the bound's parts, gradients launched,
+    the reduce-scatters past their retirement whose input the student still held).
     The bound: the pieces' gradients, the reduce-scatters started and not yet due for
     retirement (input and output: the last max_in_flight started, none after finish();
     a retired one's buffers are freed) and the open bucket (padded gradients arrived and
@@ -29,7 +30,7 @@ def bounds(step: dict, report: dict):
     most = report["max_in_flight"]
     pieces = 4 * sum(sizes.values()) // n
     numbers = {e[1]: k for k, e in enumerate(e for e in events if e[0] == RS)}
-    for at, held, kept in step["held"]:
+    for at, held, kept, *buffers in step["held"]:
         before = events[:at]
         started = [e[1] for e in before if e[0] == RS]
         allowed = 0 if ["finished"] in before else min(most, len(started))
@@ -38,7 +39,10 @@ def bounds(step: dict, report: dict):
         flight = sum(r["numel"] for r in rs[len(rs) - allowed :])
         arrived = [e[1] for e in before if e[0] == "grad" and e[1] not in launched]
         parts = (pieces, 4 * (flight + flight // n), 4 * sum(sizes[p] for p in arrived))
-        yield at, held, kept, parts, launched
+        allowed_ones = started[len(started) - allowed :]
+        stale = [i for i in (buffers or [[]])[0] if i in started]
+        stale = [numbers[i] for i in stale if i not in allowed_ones]
+        yield at, held, kept, parts, launched, stale
 
 
 def limit(step: dict, report: dict) -> tuple[int, int, int]:
@@ -102,12 +106,26 @@ def retired(events: list) -> bool:
     return any(e[0] == "wait" for e in events)
 
 
+def stale_words(stale: list, before: list, kept: bool) -> str:
+    """Why the bytes held are over the bound, if the report says: the inputs of
+    reduce-scatters past their retirement still held, or (a guess) a retired bucket's."""
+    if stale:
+        many = len(stale) > 1
+        return (
+            f"; the input{'s' * many} of reduce-scatter{'s' * many} "
+            f"{be.listed(stale)} {'are' if many else 'is'} still held, past "
+            f"{'their' if many else 'its'} retirement: forget a bucket's buffers "
+            "when you retire it"
+        )
+    return RETIRED * (retired(before) and not kept)
+
+
 def held_problems(step: dict, report: dict, name: str = "") -> list[str]:
     """No param.grad alive once its bucket's reduce-scatter has started; at most
     max_in_flight reduce-scatters in flight; at every hook, the gradient bytes held at
     most the bound (`bounds`), and never more than `limit`."""
     late, over, peak_at = [], [], max(step["held"], key=lambda h: h[1], default=None)
-    for at, held, kept, parts, launched in bounds(step, report):
+    for at, held, kept, parts, launched, stale in bounds(step, report):
         when, kept = moment(step["events"], at), [p for p in kept if p in launched]
         if kept:
             late.append(
@@ -119,8 +137,7 @@ def held_problems(step: dict, report: dict, name: str = "") -> list[str]:
                 f"{when}: {held:,} bytes of gradients held; the pieces' gradients "
                 f"({parts[0]:,}), the reduce-scatters in flight ({parts[1]:,}) and the "
                 f"open bucket ({parts[2]:,}) make {sum(parts):,}"
-                + RETIRED
-                * (retired(step["events"][:at]) and not kept)
+                + stale_words(stale, step["events"][:at], bool(kept))
             )
     more = [f"(and {len(over) - 1} more hooks over it)"][: len(over) > 1]
     out = late[:1] + retire_problems(step, report) + over[:1] + more
@@ -132,7 +149,7 @@ def held_problems(step: dict, report: dict, name: str = "") -> list[str]:
 def peak(step: dict, report: dict) -> str:
     """The most gradient bytes held in the step and when; the bound every moment must
     keep under; one full set of gradients (4 bytes x Psi), which ZeRO-2 never holds."""
-    at, held, _ = max(step["held"], key=lambda h: h[1])
+    at, held, *_ = max(step["held"], key=lambda h: h[1])
     pieces, flight, cap = limit(step, report)
     full = 4 * sum(report["params"].values())
     return (

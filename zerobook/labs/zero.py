@@ -91,11 +91,21 @@ class Arrivals:
         ]
         tensors = [self.params[n].grad for n in kept]
         tensors += [m.grad for m in self.masters if m.grad is not None]
-        tensors += list(probe.tensors_in(self.student, Handle))
-        seen = set(self.exclude)
-        self.held.append(
-            [len(self.flight.events), measure.unique_bytes(tensors, seen), kept]
-        )
+        theirs = list(probe.tensors_in(self.student, Handle))
+        seen, tensors = set(self.exclude), tensors + theirs
+        held = measure.unique_bytes(tensors, seen)
+        self.held.append([len(self.flight.events), held, kept, self.buffers(theirs)])
+
+    def buffers(self, tensors) -> list[int]:
+        """The reduce-scatters whose input the student still holds: the last one started
+        on each storage address the student's tensors have (an address freed and taken
+        again belongs to its newest reduce-scatter)."""
+        owner = {}
+        for event in self.flight.events:
+            if event[0] == probe.RS:
+                owner[self.flight.buffers[event[1]]] = event[1]
+        held = {t.untyped_storage().data_ptr() for t in tensors}
+        return sorted(i for address, i in owner.items() if address in held)
 
     def arrived(self, param) -> None:
         name = self.names[id(param)]
@@ -149,7 +159,10 @@ def step_report(flight, traffic, start, arrivals, optimizer, me) -> dict:
         "reduce_scatters": [
             probe.held(t, arrivals.grads, order, me.world_size) for t in inputs
         ],
-        "held": [[at - start, *rest] for at, *rest in arrivals.held],
+        "held": [
+            [at - start, held, kept, [i - first for i in rs]]
+            for at, held, kept, rs in arrivals.held
+        ],
         "pieces": probe.piece_verdicts(optimizer, names, per_rank, me),
         "traffic": traffic,
         "optimizer_bytes": probe.state_bytes(optimizer),
