@@ -505,7 +505,7 @@ class Zero2:
     """The chapters' layout (zerobook.zero's FlatParams, copied): one flat buffer of every
     parameter, padded at its end, rank r owning its r-th contiguous N-th."""
 
-    def __init__(self, model, optimizer_class, bucket_cap_bytes, **options):
+    def __init__(self, model, optimizer_class, bucket_cap_bytes, max_in_flight, **options):
         self.n, self.params = dist.get_world_size(), list(model.parameters())
         flat = self.flat([p.detach() for p in self.params])
         self.master = torch.nn.Parameter(flat.view(self.n, -1)[dist.get_rank()].clone())
@@ -539,6 +539,7 @@ class Zero2:
 def lab4_problems(run) -> dict[str, list[str]]:
     """Each graded part of Lab 4's run -> the problems found on any rank, optimizer, step."""
     from zerobook import zero_events as ze
+    from zerobook import zero_held as zh
 
     ranks = tuple(range(len(run.ranks)))
     found = {
@@ -550,7 +551,7 @@ def lab4_problems(run) -> dict[str, list[str]]:
         ],
     }
     for part, check in (
-        ("held", ze.held_problems),
+        ("held", zh.held_problems),
         ("buckets", ze.bucket_problems),
         ("overlap", ze.overlap_problems),
         ("traffic", ze.traffic_problems),
@@ -576,9 +577,9 @@ LAB4_MISTAKES = {
         (
             "        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
             "        work = dist.all_reduce(flat, async_op=True)\n",
-            "        for params, _, out, work in self.in_flight:\n            work.wait()\n",
-            "        for params, flat, out, work in self.in_flight:\n            work.wait()\n"
-            "            out = flat.view(self.n, -1)[self.rank]\n",
+            "        params, _, out, work = self.in_flight.pop(0)\n        work.wait()\n",
+            "        params, flat, out, work = self.in_flight.pop(0)\n        work.wait()\n"
+            "        out = flat.view(self.n, -1)[self.rank]\n",
         ),
         {"traffic", "buckets", "overlap"},
         "elements all-reduced: reduce-scatter them instead",
@@ -600,6 +601,34 @@ LAB4_MISTAKES = {
         {"parity"},
         "weight decay on 1-D tensor(s) blocks.0.ln1.weight, ",
     ),
+    "never_retires": (
+        (
+            "        if len(self.in_flight) >= self.max_in_flight:\n            self.retire()\n",
+            "",
+        ),
+        {"held"},
+        "it was retired only in finish(), so its bucket was kept past its retirement",
+    ),
+    "retires_early": (
+        (
+            "        if len(self.in_flight) >= self.max_in_flight:\n",
+            "        if self.in_flight:\n",
+        ),
+        {"overlap"},
+        "before the launch that retires it (reduce-scatter 2's, in the hook of",
+    ),
+    "keeps_retired_buffers": (
+        (
+            "        params, _, out, work = self.in_flight.pop(0)\n",
+            "        params, flat, out, work = self.in_flight.pop(0)\n        self.done.append(flat)\n",
+            "        self.max_in_flight = max_in_flight\n",
+            "        self.max_in_flight, self.done = max_in_flight, []\n",
+            "        for piece in self.pieces.values():\n",
+            "        self.done = []\n        for piece in self.pieces.values():\n",
+        ),
+        {"held"},
+        "the inputs of reduce-scatters 0, 1, 2 are still held, past their",
+    ),
     "predivided": (
         (
             "        grad = padded(param.grad, self.n)\n",
@@ -616,8 +645,10 @@ LAB4_MISTAKES = {
 @pytest.mark.parametrize("mistake", sorted(LAB4_MISTAKES))
 def test_lab4_each_mistake_loses_only_its_parts_and_is_named(tmp_path, mistake):
     """Gradients freed only in zero_grad(), an all-reduce for the reduce-scatter, a
-    bucket waited on in its hook, weight decay on the 1-D pieces: each fails its own
-    parts, the first naming the mistake; a mean taken before the sum fails none."""
+    bucket waited on in its hook, buckets never retired before finish(), retired a
+    launch early, or kept after their wait, weight decay on the 1-D pieces: each fails
+    its own parts, the first naming the mistake; a mean taken before the sum fails
+    none."""
     replacements, failing, named = LAB4_MISTAKES[mistake]
     student = planted(tmp_path, "zero", mistake, *replacements)
     found = lab4_problems(zb.grading.run_part("zero", student, "train", nproc=3))

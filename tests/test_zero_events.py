@@ -3,6 +3,7 @@ check finds the mistake it is for, names it, and finds nothing in a right step. 
 Python: no ranks."""
 
 from zerobook import zero_events as ze
+from zerobook import zero_held as zh
 
 # 3 ranks: padded sizes a 6, b 3, c 9 (pieces of 2, 1, 3)
 REPORT = {
@@ -11,6 +12,7 @@ REPORT = {
     "world_size": 3,
     "element_size": 4,
     "bucket_cap_bytes": 4 * 9,
+    "max_in_flight": 2,
 }
 RS = "reduce_scatter_tensor"
 
@@ -77,7 +79,7 @@ RIGHT = step(
 def test_a_right_step_has_no_problem():
     assert ze.expected(RIGHT, REPORT) == [["c"], ["b", "a"]]
     for check in (
-        ze.held_problems,
+        zh.held_problems,
         ze.bucket_problems,
         ze.overlap_problems,
         ze.traffic_problems,
@@ -105,7 +107,7 @@ def test_each_mistake_is_named():
         *["c", "R0", "b", "a", "R1", "F", "W0", "W1", "f"],
         held=[(2, 4 * 12 + 28, ["c"])],
     )
-    assert ze.held_problems(kept, REPORT) == [
+    assert zh.held_problems(kept, REPORT) == [
         (
             "when b's gradient arrived, param.grad of c still held after the reduce-scatter of its "
             "bucket started: set it to None in the hook"
@@ -118,7 +120,7 @@ def test_each_mistake_is_named():
     after = step(
         *["c", "R0", "b", "a", "R1", "F", "W0", "W1", "f"], held=[(9, 4 * 6 + 4, [])]
     )
-    assert ze.held_problems(after, REPORT)[0].startswith("after finish(): 28 bytes")
+    assert zh.held_problems(after, REPORT)[0].startswith("after finish(): 28 bytes")
     whole = step(
         *["c", "R0", "b", "a", "R1", "F", "W0", "W1", "f"],
         layout="parameter by parameter",
@@ -173,3 +175,67 @@ def test_weight_decay_on_a_1d_tensor_is_named_when_the_weights_differ():
     found = ze.parity_problems(REPORT | {"runs": {"AdamW": run}}, "AdamW")
     assert found[0] == "AdamW: b is off most (by 1.0e-04)"
     assert found[1].startswith("weight decay on 1-D tensor(s) b: biases and LayerNorm")
+
+
+ONE = REPORT | {"max_in_flight": 1}  # launching reduce-scatter 1 retires 0
+
+
+def test_retiring_the_oldest_before_a_launch_keeps_the_peak_under_the_bound():
+    retired = step(
+        *["c", "R0", "b", "a", "W0", "R1", "F", "W1", "f"],
+        held=[(2, 4 * 12, []), (3, 4 * 12 + 12, []), (9, 4 * 6, [])],
+    )
+    assert zh.held_problems(retired, ONE) == []
+    assert ze.overlap_problems(retired, ONE) == []
+    assert zh.limit(retired, ONE) == (24, 48, 36)
+    lines = zh.peak(retired, ONE).split("\n")
+    assert lines[0] == "peak: 60 bytes of gradients held when a's gradient arrived"
+    assert lines[1].endswith("(under the cap) 36 = 108")
+    assert lines[2] == "one full set of gradients, 4 x Psi = 60: the peak is 100% of it"
+
+
+def test_a_bucket_kept_past_its_retirement_is_named_in_the_memory_part_only():
+    kept = step(
+        *["c", "R0", "b", "a", "R1", "F", "W0", "W1", "f"],
+        held=[(5, 4 * 24, []), (9, 4 * 6, [])],
+    )
+    assert ze.overlap_problems(kept, ONE) == []
+    assert zh.held_problems(kept, ONE) == [
+        "reduce-scatter 0 was still in flight when reduce-scatter 1 started (when a's "
+        "gradient arrived): it was retired only in finish(), so its bucket was kept "
+        "past its retirement; with at most 1 in flight, launching reduce-scatter 1 "
+        "first retires reduce-scatter 0 (wait on it, its mean into the pieces' .grad, "
+        "its buffers freed)",
+        "when backward ended: 96 bytes of gradients held; the pieces' gradients (24), "
+        "the reduce-scatters in flight (48) and the open bucket (0) make 72",
+    ]
+    after = step(*["c", "R0", "b", "a", "R1", "W0", "F", "W1", "f"])
+    assert (
+        "waited on just after, in the same hook: retire first, then launch"
+        in (zh.held_problems(after, ONE)[0])
+    )
+    over = step(*["c", "R0", "b", "a", "W0", "R1", "F", "W1", "f"], held=[(5, 200, [])])
+    found = zh.held_problems(over, ONE)
+    named = step(*["c", "R0", "b", "a", "W0", "R1", "F", "W1", "f"])
+    named["held"] = [[6, 200, [], [0, 1]]]
+    assert zh.held_problems(named, ONE)[0].endswith(
+        "make 72; the input of reduce-scatter 0 is still held, past its retirement: "
+        "forget a bucket's buffers when you retire it"
+    )
+    assert "(a retired bucket's buffers still held?)" in found[0]
+    assert found[1].startswith("peak: 200 bytes of gradients held when backward ended")
+
+
+def test_a_bucket_retired_before_the_launch_that_retires_it_loses_overlap():
+    early = step(*["c", "R0", "b", "W0", "a", "R1", "F", "W1", "f"])
+    assert zh.held_problems(early, ONE) == []
+    assert ze.overlap_problems(early, ONE) == [
+        "reduce-scatter 0 was waited on in the hook of b, before the launch that "
+        "retires it (reduce-scatter 1's, in the hook of a): with up to 1 in flight, "
+        "wait for the oldest only when launching one more"
+    ]
+    during = step(*["c", "R0", "b", "W0", "a", "R1", "F", "W1", "f"])
+    assert (
+        "before the launch that retires it (finish())"
+        in (ze.overlap_problems(during, REPORT)[0])
+    )

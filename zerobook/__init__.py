@@ -17,6 +17,7 @@ SUBMODULES = {
     "hardware",
     "bucket_events",
     "zero_events",
+    "zero_held",
     "dist",
     "rank_entry",
     "collectives",

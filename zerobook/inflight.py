@@ -68,6 +68,9 @@ class InFlight:
         self.events: list[list] = []
         self.inputs: list[torch.Tensor] = []
         self.saved: dict = {}
+        self.buffers: dict[
+            int, int
+        ] = {}  # held collective -> its input's storage address
 
     def __enter__(self) -> InFlight:
         names = ("all_reduce", "broadcast", *HELD, *OTHERS)
@@ -115,6 +118,7 @@ class InFlight:
         def call(output, input, *args, async_op=False, **kwargs):
             index = len(self.inputs)
             self.inputs.append(input.detach().clone())
+            self.buffers[index] = input.untyped_storage().data_ptr()
             self.events.append([name, index, bool(async_op)])
             result = torch.empty_like(output)
             original(result, input, *args, **kwargs)

@@ -9,10 +9,13 @@ described: {"param", "piece"}, {"param", "whole"}, {"flat_share"} or {}, with "n
 and "weight_decay"), "parity" and "steps", a step holding "events" (["grad", name],
 [collective, i, async_op], ["wait", i], ["finish"], ["finished"], ["stepped"] in
 order), "reduce_scatters" (the gradients each input held: "params", "layout",
-"numel", "unmatched"), "held" ([at, bytes, kept]: gradient bytes held when events[at]
-came, the param.grads alive but the arriving one), "pieces" ({"grads": name -> what
-its piece's .grad held after finish()}), "traffic" (op -> {"calls", "elements"}) and
-"optimizer_bytes". Each check returns its problems, naming the parameter or bucket.
+"numel", "unmatched"), "held" ([at, bytes, kept, buffers]: gradient bytes held when
+events[at] came, the param.grads alive but the arriving one, the reduce-scatters whose
+input the student's object still held), "pieces" ({"grads": name -> what its piece's
+.grad held after finish()}), "traffic" (op -> {"calls", "elements"}) and
+"optimizer_bytes"; "max_in_flight": how many reduce-scatters may be in flight at once.
+Each check returns its problems, naming the parameter or bucket; the gradient bytes
+held are zerobook.zero_held's.
 """
 
 from __future__ import annotations
@@ -182,62 +185,6 @@ def state_and_layout(report: dict, rank: int) -> list[str]:
     return [f"rank {rank}, {name}: {p}" for name in report["runs"] for p in both(name)]
 
 
-def moment(events: list, at: int) -> str:
-    """When a measurement at events[at] was taken, in words."""
-    if at < len(events) and events[at][0] == "grad":
-        return f"when {events[at][1]}'s gradient arrived"
-    return "after finish()" if events[at - 1] == ["finished"] else "when backward ended"
-
-
-def bounds(step: dict, report: dict):
-    """Each measurement: (at, bytes held, kept, the bound's parts, gradients launched).
-    The bound: the pieces' gradients, the reduce-scatters started (input and output;
-    after finish(), those not waited on) and the open bucket (padded gradients arrived
-    and not yet launched)."""
-    events, sizes, n = step["events"], padded(report), report["world_size"]
-    pieces = 4 * sum(sizes.values()) // n
-    numbers = {e[1]: k for k, e in enumerate(e for e in events if e[0] == RS)}
-    for at, held, kept in step["held"]:
-        before = events[:at]
-        started = [e[1] for e in before if e[0] == RS]
-        done = ["finished"] in before  # until then a waited bucket may still be read
-        waited = {e[1] for e in before if e[0] == "wait" and done}
-        rs = [step["reduce_scatters"][numbers[i]] for i in started]
-        launched = {p for r in rs for p in r["params"]}
-        flight = sum(r["numel"] for i, r in zip(started, rs) if i not in waited)
-        arrived = [e[1] for e in before if e[0] == "grad" and e[1] not in launched]
-        parts = (pieces, 4 * (flight + flight // n), 4 * sum(sizes[p] for p in arrived))
-        yield at, held, kept, parts, launched
-
-
-def held_problems(step: dict, report: dict, name: str = "") -> list[str]:
-    """At every hook, the gradient bytes held are at most the bound (`bounds`); no
-    param.grad alive once its bucket's reduce-scatter has started."""
-    late, over = [], []
-    for at, held, kept, parts, launched in bounds(step, report):
-        when, kept = moment(step["events"], at), [p for p in kept if p in launched]
-        if kept:
-            late.append(
-                f"{when}, param.grad of {be.listed(kept)} still held after the "
-                "reduce-scatter of its bucket started: set it to None in the hook"
-            )
-        if held > sum(parts):
-            over.append(
-                f"{when}: {held:,} bytes of gradients held; the pieces' gradients "
-                f"({parts[0]:,}), the reduce-scatters in flight ({parts[1]:,}) and the "
-                f"open bucket ({parts[2]:,}) make {sum(parts):,}"
-            )
-    more = [f"(and {len(over) - 1} more hooks over it)"][: len(over) > 1]
-    return late[:1] + over[:1] + more
-
-
-def peak(step: dict, report: dict) -> str:
-    """The most gradient bytes held in the step, when, and the bound there."""
-    at, held, _, parts, _ = max(bounds(step, report), key=lambda b: b[1])
-    when = moment(step["events"], at)
-    return f"{held:,} bytes of gradients held {when}; the bound there: {sum(parts):,}"
-
-
 def bucket_problems(step: dict, report: dict, name: str = "") -> list[str]:
     """Every gradient in one reduce-scatter, the expected buckets in arrival order,
     each input laid out rank-major."""
@@ -259,7 +206,7 @@ def overlap_problems(step: dict, report: dict, name: str = "") -> list[str]:
     each, then every piece's .grad the mean of the ranks' gradients."""
     reduced = as_reduced(step)
     out = be.check_overlap(reduced, len(expected(step, report)))
-    out += be.check_waits(reduced)
+    out += be.check_waits(reduced) + early_problems(step, report)
     by_kind: dict = {}
     for param, verdict in step["pieces"]["grads"].items():
         if verdict != "mean":
@@ -268,6 +215,35 @@ def overlap_problems(step: dict, report: dict, name: str = "") -> list[str]:
         words = PIECE_WORDS.get(verdict, verdict)
         out.append(f"after finish(), the piece of {be.listed(params)} holds {words}")
     return in_words(out)
+
+
+def early_problems(step: dict, report: dict) -> list[str]:
+    """Each reduce-scatter stays in flight until the launch that retires it (that of
+    the one max_in_flight later, or finish()): waited on no earlier than the hook of
+    that launch. One waited on before any later gradient is bucket_events' to name."""
+    events, most = step["events"], report["max_in_flight"]
+    starts = [at for at, e in enumerate(events) if e[0] == RS]
+    grads = [at for at, e in enumerate(events) if e[0] == "grad"]
+    for k, start in enumerate(starts):
+        retire = starts[k + most] if k + most < len(starts) else len(events)
+        due = max((g for g in grads if g < retire), default=0)
+        index = events[start][1]
+        waited = next((w for w, e in enumerate(events) if e == ["wait", index]), None)
+        if waited is None or not any(start < g < waited for g in grads):
+            continue
+        if waited < due:
+            by = max(g for g in grads if g < waited)
+            launch = (
+                f"reduce-scatter {k + most}'s, in the hook of {events[due][1]}"
+                if retire < len(events)
+                else "finish()"
+            )
+            return [
+                f"reduce-scatter {k} was waited on in the hook of {events[by][1]}, "
+                f"before the launch that retires it ({launch}): with up to {most} in "
+                "flight, wait for the oldest only when launching one more"
+            ]
+    return []
 
 
 def traffic_problems(step: dict, report: dict, name: str = "") -> list[str]:

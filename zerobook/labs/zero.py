@@ -4,18 +4,19 @@
         -m zerobook.labs.zero --student zero_student.py --part train
 
 The student's file defines a class
-    Zero2(model, optimizer_class, bucket_cap_bytes, **options)   fp32 master pieces
-    .finish()  .step()  .zero_grad()                             after backward, in turn
+    Zero2(model, optimizer_class, bucket_cap_bytes, max_in_flight, **options)
+    .finish()  .step()  .zero_grad()         after backward, in turn
 where rank r owns piece r of every parameter (flattened, zero-padded to a multiple of
-N, cut into N equal pieces). The one part, `train`, builds the course's GPT from one
+N, cut into N equal pieces), and at most max_in_flight reduce-scatters are in flight
+(launching one more first retires the oldest). The one part, `train`, builds the course's GPT from one
 seed on every rank and trains it STEPS steps with each optimizer of OPTIMIZERS, every
 sum in rank order (zerobook.parity), every reduce-scatter and all-gather in flight
 until waited on (zerobook.inflight), every collective metered (zerobook.comm). It
 reports the master pieces (whose piece each is), the optimizer's bytes, per step the
 events in order, the gradients each reduce-scatter's input held (zerobook.zero_probe),
-the gradient bytes held at every hook, what each piece's .grad held after
+the gradient bytes held at every hook (the pieces' .grad included), what each piece's .grad held after
 finish(), the step's traffic; and the weights against one process that sums the same
-per-rank gradients in rank order. The graded tests read it (zerobook.zero_events).
+per-rank gradients in rank order. The graded tests read it (zerobook.zero_events, zero_held).
 """
 
 from functools import partial
@@ -43,9 +44,10 @@ from zerobook.training import rank_batch
 
 PARTS = ["train"]
 # Lab 2's GPT: 39 parameters (the embedding tied to the output layer), 41,376 elements,
-# 41,472 once each is padded to a multiple of 3; 24 KiB buckets: 5 of them
+# 41,418 once each is padded to a multiple of 3; 8 KiB buckets: 10 of them, at most 2
+# in flight, so a rank never holds one full set of gradients (zerobook.zero_held.peak)
 CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
-BUCKET_CAP_BYTES, STEPS, BATCH, SEED = 24 * 1024, 3, 2, 1234
+BUCKET_CAP_BYTES, MAX_IN_FLIGHT, STEPS, BATCH, SEED = 8 * 1024, 2, 3, 2, 1234
 OPTIMIZERS = {  # any element-wise torch.optim optimizer: two of them, in one launch
     "AdamW": (torch.optim.AdamW, {"lr": 1e-3, "weight_decay": 0.1}),
     "SGD": (torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.1}),
@@ -53,6 +55,7 @@ OPTIMIZERS = {  # any element-wise torch.optim optimizer: two of them, in one la
 FORBIDDEN = (
     "zerobook.zero",  # the course's ZeRO, and its checks
     "zerobook.zero_events",
+    "zerobook.zero_held",
     "zerobook.zero_probe",
     "zerobook.bucket_events",
     "torch.distributed.fsdp",
@@ -69,13 +72,14 @@ class Arrivals:
         self.params = dict(model.named_parameters())
         self.names = {id(p): name for name, p in self.params.items()}
         self.flight, self.grads, self.held = flight, {}, []
-        self.student, self.exclude = None, set()
+        self.student, self.exclude, self.masters = None, set(), []
         for param in self.params.values():
             param.register_post_accumulate_grad_hook(self.arrived)
 
     def watch(self, student, optimizer) -> None:
         """From now on, measure `student`; the weights and optimizer state are not grads."""
         self.student = student
+        self.masters = [p for group in optimizer.param_groups for p in group["params"]]
         tensors = [*self.params.values(), *probe.optimizer_state(optimizer)]
         self.exclude = {measure.storage_key(t) for t in tensors}
 
@@ -86,11 +90,22 @@ class Arrivals:
             n for n, p in self.params.items() if p.grad is not None and n != arriving
         ]
         tensors = [self.params[n].grad for n in kept]
-        tensors += list(probe.tensors_in(self.student, Handle))
-        seen = set(self.exclude)
-        self.held.append(
-            [len(self.flight.events), measure.unique_bytes(tensors, seen), kept]
-        )
+        tensors += [m.grad for m in self.masters if m.grad is not None]
+        theirs = list(probe.tensors_in(self.student, Handle))
+        seen, tensors = set(self.exclude), tensors + theirs
+        held = measure.unique_bytes(tensors, seen)
+        self.held.append([len(self.flight.events), held, kept, self.buffers(theirs)])
+
+    def buffers(self, tensors) -> list[int]:
+        """The reduce-scatters whose input the student still holds: the last one started
+        on each storage address the student's tensors have (an address freed and taken
+        again belongs to its newest reduce-scatter)."""
+        owner = {}
+        for event in self.flight.events:
+            if event[0] == probe.RS:
+                owner[self.flight.buffers[event[1]]] = event[1]
+        held = {t.untyped_storage().data_ptr() for t in tensors}
+        return sorted(i for address, i in owner.items() if address in held)
 
     def arrived(self, param) -> None:
         name = self.names[id(param)]
@@ -119,7 +134,7 @@ def build(student, model, name: str, arrivals: Arrivals, me: zb.Rank):
     make = {
         "Zero2": partial(student.Zero2, **options)
     }  # call_student takes no keywords
-    args = model, optimizer_class, BUCKET_CAP_BYTES
+    args = model, optimizer_class, BUCKET_CAP_BYTES, MAX_IN_FLIGHT
     zero = call_student(type("Student", (), make), "Zero2", *args)
     optimizer = probe.find_optimizer(zero, optimizer_class)
     masters, names = probe.identify(optimizer, model, me)
@@ -144,7 +159,10 @@ def step_report(flight, traffic, start, arrivals, optimizer, me) -> dict:
         "reduce_scatters": [
             probe.held(t, arrivals.grads, order, me.world_size) for t in inputs
         ],
-        "held": [[at - start, *rest] for at, *rest in arrivals.held],
+        "held": [
+            [at - start, held, kept, [i - first for i in rs]]
+            for at, held, kept, rs in arrivals.held
+        ],
         "pieces": probe.piece_verdicts(optimizer, names, per_rank, me),
         "traffic": traffic,
         "optimizer_bytes": probe.state_bytes(optimizer),
@@ -261,6 +279,7 @@ def main() -> None:
         world_size=me.world_size,
         element_size=4,
         bucket_cap_bytes=BUCKET_CAP_BYTES,
+        max_in_flight=MAX_IN_FLIGHT,
     )
 
 
