@@ -651,8 +651,19 @@ def test_lab4_each_mistake_loses_only_its_parts_and_is_named(tmp_path, mistake):
     none."""
     replacements, failing, named = LAB4_MISTAKES[mistake]
     student = planted(tmp_path, "zero", mistake, *replacements)
-    found = lab4_problems(zb.grading.run_part("zero", student, "train", nproc=3))
+    run = zb.grading.run_part("zero", student, "train", nproc=3)
+    found = lab4_problems(run)
     assert {part for part, problems in found.items() if problems} == failing, found
+    if mistake == "never_retires":  # what the lab says: above one full set of gradients
+        report = run.ranks[0]
+        from zerobook import zero_held
+
+        step, full = (
+            report["runs"]["AdamW"]["steps"][0],
+            4 * sum(report["params"].values()),
+        )
+        assert max(h[1] for h in step["held"]) > full
+        assert sum(zero_held.limit(step, report)) < full  # "well under 4 Psi"
     assert named is None or any(named in p for part in failing for p in found[part]), (
         found
     )
