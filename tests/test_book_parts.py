@@ -60,7 +60,10 @@ def secret_lines(lab: str) -> set[str]:
         ):
             regions = [source]  # a written answer: the whole cell is the model answer
         secret |= {line.strip() for region in regions for line in region.splitlines()}
-    return {line for line in secret if line not in student}  # "" and ")" are in it too
+    telling = {
+        line for line in secret if re.search(r"[A-Za-z_]\w", line)
+    }  # not "2," or ")"
+    return {line for line in telling if line not in student}
 
 
 def page_text(page: str) -> str:

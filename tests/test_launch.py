@@ -157,8 +157,13 @@ def test_the_whole_run_timeout_stops_every_rank_saying_where_each_one_was(
         zb.torchrun(script, nproc=2, timeout=20, collective_timeout=600, echo=False)
     assert processes_running(str(script)) == []
     message, name = str(caught.value), Path(script).name
-    assert f"rank 0: {name}:12 in <module>" in message  # its all_reduce, waiting
-    assert f"rank 1: {name}:11 in <module>" in message  # its sleep
+    lines = Path(script).read_text().splitlines()
+    reduce, sleep = (
+        1 + next(i for i, line in enumerate(lines) if what in line)
+        for what in ("dist.all_reduce(", "time.sleep(")
+    )
+    assert f"rank 0: {name}:{reduce} in <module>" in message  # its all_reduce, waiting
+    assert f"rank 1: {name}:{sleep} in <module>" in message  # its sleep
     assert "ranks [0] were waiting in a collective" in message
 
 

@@ -83,7 +83,23 @@ def nodes_on_this_machine(
     started in that order `stagger_s` apart, as the nodes of one job on this machine;
     every rank's report with `node`, its agent's index in `node_flags`, in RANK order."""
     endpoint = f"127.0.0.1:{free_port()}"
-    out = Path(tempfile.mkdtemp(prefix="nodes-"))
+    with tempfile.TemporaryDirectory(prefix="nodes-") as scratch:
+        return _run_nodes(
+            Path(scratch),
+            target,
+            node_flags,
+            nproc_per_node,
+            endpoint,
+            rdzv,
+            stagger_s,
+            timeout,
+        )
+
+
+def _run_nodes(
+    out: Path, target, node_flags, nproc_per_node, endpoint, rdzv, stagger_s, timeout
+) -> list[dict]:
+    """nodes_on_this_machine's agents, their reports written under `out`."""
     agents = []
     for node, flags in enumerate(node_flags):
         folder = str(out / str(node))

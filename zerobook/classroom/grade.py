@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -256,8 +257,12 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
               f"{limit['cell_s']} s a test cell", flush=True)
     print(mechanism() if sandboxed else "no bounds: --no-sandbox", flush=True)
     grader = Grader(labs, root, sandboxed, limits, jobs)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        outcomes = list(pool.map(lambda job: grader.submission(job[0], job[1]), todo))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            outcomes = list(pool.map(lambda job: grader.submission(job[0], job[1]), todo))
+    finally:  # the sandboxed kernels' spec folder, made for this call
+        if grader.kernels is not None:
+            shutil.rmtree(grader.kernels, ignore_errors=True)
     state = load_state(root)
     for (lab, student, d), outcome in zip(todo, outcomes):  # unchanged, a failure would fail again: --all retries
         state.setdefault(lab, {})[student] = d

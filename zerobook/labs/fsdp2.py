@@ -17,6 +17,7 @@ are from float64-reduced ones, and the bytes each reduce-scatter moves), `prefet
 `checkpoint` (save after 2 steps, load into a fresh model: state digests and the next loss).
 """
 
+import shutil
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -183,6 +184,9 @@ def checkpoint(student, me: zb.Rank) -> dict:
         fresh, fresh_optimizer, 5, me
     )  # a different state, to be overwritten by the load
     call_student(student, "load", fresh, fresh_optimizer, str(folder / "ckpt"))
+    torch.distributed.barrier()  # every rank has read it: the checkpoint goes
+    if me.rank == 0:
+        shutil.rmtree(folder, ignore_errors=True)
     return {
         "saved": before,
         "loaded": state_digests(fresh, fresh_optimizer),
