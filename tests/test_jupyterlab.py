@@ -40,12 +40,15 @@ def test_answer_cells_are_collapsed_in_jupyterlab(path):
     """A cell that computes answers is removed from the book and its source collapsed in
     JupyterLab (jupyter.source_hidden), so the exercises are not spoiled in either; it gives its
     answers with zerobook.answers.answer, which folds each value for JupyterLab (where the
-    dropdown's {glue:text} shows only the name)."""
+    dropdown's {glue:text} shows only the name). The one other removed cell is the last code
+    cell's `scratch.cleanup()`, which removes the chapter's scratch folder."""
     for cell in nbformat.read(path, 4).cells:
         if "remove-cell" in cell.metadata.get("tags", []):
             assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, (
                 cell.source[:80]
             )
+            if re.fullmatch(r"scratch\.cleanup\(\)(  #.*)?", cell.source.strip()):
+                continue
             assert "answer(" in cell.source and not re.search(
                 r"(?<![\w.])glue\(", cell.source
             ), cell.source[:80]
@@ -390,3 +393,12 @@ def test_an_answer_is_glued_for_the_book_and_folded_for_jupyterlab(monkeypatch):
         "<details><summary>&#9656; answer <code>ex1_gb</code> (click to show)</summary>"
         "<code>&lt;16.6&gt;</code></details>"
     ]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_a_chapter_with_a_scratch_folder_removes_it_in_its_last_code_cell(path):
+    """nbval (and a kernel restart in JupyterLab) kills the kernel, so the
+    TemporaryDirectory's finalizer never runs: the last code cell removes it."""
+    code = [c.source for c in nbformat.read(path, 4).cells if c.cell_type == "code"]
+    if any(re.search(r"^scratch = tempfile\.", s, re.M) for s in code):
+        assert code[-1].startswith("scratch.cleanup()"), code[-1][:80]
