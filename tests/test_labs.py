@@ -250,6 +250,27 @@ def test_lab6_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_p
     ]
 
 
+def test_lab6_shares_one_launch_and_a_part_that_raises_fails_only_its_own(tmp_path):
+    """Lab 6's tests read one launch of several parts: a save() that raises fails the
+    checkpoint part, named with the rank and the error, and parity is still graded."""
+    broken = planted(
+        tmp_path,
+        "fsdp2",
+        "broken",
+        'dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=path)',
+        "raise ValueError('no disk today')",
+    )
+    run = zb.grading.run_part("fsdp2", broken, "parity,checkpoint", nproc=2)
+    parity = zb.grading.part_reports(run, "parity")
+    assert all(
+        r["diff"] == 0 and r["losses"]["student"] == r["losses"]["ours"] for r in parity
+    )
+    with pytest.raises(
+        zb.grading.PartFailed, match="'checkpoint', rank 0: ValueError: no disk"
+    ):
+        zb.grading.part_reports(run, "checkpoint")
+
+
 def test_lab5_measures_the_reduction_errors_on_2_and_4_ranks_for_its_question(
     tmp_path, monkeypatch, capsys
 ):

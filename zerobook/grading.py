@@ -104,6 +104,20 @@ def run_shared(
     return _SHARED[name]
 
 
+class PartFailed(RuntimeError):
+    """A part of a launch that ran several raised on some rank (the others ran)."""
+
+
+def part_reports(run: RunResult, part: str) -> list[dict]:
+    """Each rank's report of `part`, from a launch of several parts (`--part a,b,...`:
+    the harness reports `parts`); the first rank's error if that part raised there."""
+    reports = [rank["parts"][part] for rank in run.ranks]
+    for rank, report in enumerate(reports):
+        if set(report) == {"raised"}:
+            raise PartFailed(f"part {part!r}, rank {rank}: {report['raised']}")
+    return reports
+
+
 def reference_script(labs: Path, lab: str) -> str:
     """The rank script of lab `lab`'s instructor notebook (its solutions in), as the student's
     `%%writefile` cell writes it (without that line)."""

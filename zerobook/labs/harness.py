@@ -35,11 +35,19 @@ class Withheld(RuntimeError):
 
 
 def parse_args(parts: list[str], argv=None) -> argparse.Namespace:
-    """`--student FILE --part NAME`, the command line every harness takes."""
+    """`--student FILE --part NAME`, the command line every harness takes. NAME may list
+    several parts, joined by commas, for one launch that runs each (`cli.parts`)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--student", required=True, help="the student's .py file")
-    parser.add_argument("--part", required=True, choices=parts)
-    return parser.parse_args(argv)
+    parser.add_argument("--part", required=True)
+    cli = parser.parse_args(argv)
+    cli.parts = cli.part.split(",")
+    unknown = [part for part in cli.parts if part not in parts]
+    if unknown:
+        parser.error(
+            f"no part {', '.join(unknown)}: this harness has {', '.join(parts)}"
+        )
+    return cli
 
 
 def lab_params(**defaults):
