@@ -505,6 +505,25 @@ def test_lab2_a_bucket_waited_on_at_once_or_divided_before_its_wait_loses_only_t
     assert all(named in problem for problem in found[key]), found[key]
 
 
+def test_lab2_a_last_bucket_never_sent_is_named_when_the_next_step_crashes(tmp_path):
+    """finish() that forgets the open bucket: its gradients stay in it, the next step's
+    zero_grad sets them to None and the student's launch crashes on them; the error
+    names the gradients the previous step never reduced and says what finish() must do."""
+    student = planted(
+        tmp_path,
+        "ddp",
+        "leftover",
+        "        if self.bucket:\n            self.launch()\n",
+        "",
+    )
+    with pytest.raises(zb.LaunchError) as caught:
+        zb.grading.run_part("ddp", student, "train", nproc=3, echo=False)
+    said = str(caught.value)
+    assert "step 1: AttributeError" in said, said
+    assert "in no all-reduce when finish() returned" in said, said
+    assert "finish() must send the last, partly filled bucket" in said, said
+
+
 def test_lab2_a_file_that_imports_the_courses_ddp_fails_the_whole_run(tmp_path):
     student = planted(
         tmp_path,

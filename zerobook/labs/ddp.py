@@ -177,14 +177,35 @@ def train(student, me: zb.Rank, flight: InFlight) -> dict:
     steps = []
     for index in range(STEPS):
         start, first = len(flight.events), len(flight.inputs)
-        next_token_loss(model, rank_batch(CONFIG, BATCH, index, me)).backward()
-        flight.note("finish")
-        call_student(ddp, "finish")
+        try:
+            next_token_loss(model, rank_batch(CONFIG, BATCH, index, me)).backward()
+            flight.note("finish")
+            call_student(ddp, "finish")
+        except Exception as exc:
+            raise RuntimeError(crash_hint(index, exc, steps)) from exc
         flight.note("finished")
         steps.append(step_report(flight, start, first, arrivals, model, me))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     return {"broadcast": broadcast, "steps": steps, "model": model}
+
+
+def crash_hint(index: int, exc: Exception, steps: list[dict]) -> str:
+    """What a step's crash says, with the likely cause the previous step shows: gradients
+    that arrived but were in no all-reduce when finish() returned (a bucket left open)."""
+    said = f"step {index}: {type(exc).__name__}: {exc}"
+    if not steps:
+        return said
+    last = steps[-1]
+    sent = {name for reduce in last["all_reduces"] for name in reduce["params"]}
+    left = [e[1] for e in last["events"] if e[0] == "grad" and e[1] not in sent]
+    if not left:
+        return said
+    return (
+        f"{said}. In step {index - 1}, {len(left)} gradient(s) ({', '.join(left[:3])}"
+        f"{', ...' if len(left) > 3 else ''}) were in no all-reduce when finish() "
+        "returned: finish() must send the last, partly filled bucket, and empty it"
+    )
 
 
 def reference(me: zb.Rank, average: str) -> torch.nn.Module:
