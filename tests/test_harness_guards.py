@@ -10,7 +10,7 @@ import types
 import pytest
 
 import zerobook
-from zerobook.labs.harness import borrowed, forbid, replaced, trusted
+from zerobook.labs.harness import Forbidden, borrowed, forbid, replaced, trusted
 
 
 @pytest.fixture
@@ -97,3 +97,11 @@ def test_tests_that_share_a_run_launch_it_once_until_its_file_is_written_again(
     with pytest.raises(RuntimeError):
         grading.run_shared("ddp", str(student), "train", nproc=3)
     assert launches == ["train", "train"]
+
+
+def test_a_forbidden_library_module_is_not_called_the_courses_own():
+    """Labs 4-5 refuse torch's FSDP and DTensor too: the refusal says whose it is."""
+    hook = Forbidden(("torch.distributed.fsdp",))
+    with pytest.raises(ImportError, match="is a library's implementation of what"):
+        hook.find_spec("torch.distributed.fsdp._fully_shard")
+    assert hook.find_spec("torch.distributed.tensor") is None

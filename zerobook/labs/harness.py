@@ -182,8 +182,13 @@ class Forbidden:
 
     def find_spec(self, name, path=None, target=None):
         if name in self.names or name.startswith(tuple(n + "." for n in self.names)):
+            whose = (
+                "the course's own implementation"
+                if name.startswith("zerobook")
+                else "a library's implementation"
+            )
             raise ImportError(
-                f"{name} is the course's own implementation of what this lab grades: "
+                f"{name} is {whose} of what this lab grades: "
                 "write yours (a submission that uses it scores 0)"
             )
         return None
