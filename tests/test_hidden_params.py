@@ -50,3 +50,75 @@ def test_lab2_graded_with_another_cap_and_seed_reports_them_and_scores(
     assert all(
         r["parity"]["diff"] == 0 and r["broadcast"]["diff"] == 0 for r in run.ranks
     )
+
+
+@pytest.mark.slow
+def test_lab4_graded_with_another_cap_limit_and_seed_scores_in_full(
+    tmp_path, monkeypatch
+):
+    """Lab 4's reference under a cap, an in-flight limit and a seed the students never
+    saw: the run reports them, and every check of the lab's tests passes on every rank."""
+    from zerobook import zero_events, zero_held
+
+    student = tmp_path / "zero_student.py"
+    student.write_text(zb.grading.reference_script(ROOT / "labs", "zero"))
+    hidden = {"bucket_cap_bytes": 12 * 1024, "max_in_flight": 3, "seed": 99}
+    monkeypatch.setenv(PARAMS_ENV, json.dumps(hidden))
+    reports = zb.grading.run_part("zero", str(student), "train", nproc=3).ranks
+    assert reports[0]["bucket_cap_bytes"] == 12 * 1024
+    assert reports[0]["max_in_flight"] == 3
+    checks = [
+        zero_held.held_problems,
+        zero_events.bucket_problems,
+        zero_events.overlap_problems,
+        zero_events.traffic_problems,
+    ]
+    for check in checks:
+        assert not zero_events.first_problems(reports, check, (0, 1, 2)), check
+    for rank, report in enumerate(reports):
+        assert not zero_events.state_and_layout(report, rank)
+        for name in report["runs"]:
+            assert not zero_events.parity_problems(report, name)
+
+
+@pytest.mark.slow
+def test_lab5_graded_with_another_seed_scores_in_full(tmp_path, monkeypatch):
+    """Lab 5's reference from a seed the students never saw: every check passes."""
+    from zerobook import zero3_events
+
+    student = tmp_path / "zero3_student.py"
+    student.write_text(zb.grading.reference_script(ROOT / "labs", "zero3"))
+    monkeypatch.setenv(PARAMS_ENV, json.dumps({"seed": 99}))
+    reports = zb.grading.run_part("zero3", str(student), "train", nproc=3).ranks
+    assert reports[0]["seed"] == 99
+    checks = [
+        zero3_events.check_kept,
+        zero3_events.check_peak,
+        zero3_events.check_traffic,
+        zero3_events.check_forward,
+        zero3_events.check_backward,
+    ]
+    for report in reports:
+        assert not zero3_events.check_parity(report)
+        for step in report["steps"]:
+            for check in checks:
+                assert not check(step, report), check
+
+
+def test_the_guide_names_the_parameters_each_harness_takes():
+    """book/how_to_use.md lists, per lab, the keys of its harness's lab_params call."""
+    import ast
+
+    guide = " ".join((ROOT / "book" / "how_to_use.md").read_text().split())
+    numbers = {"ddp": 2, "zero": 4, "zero3": 5}
+    taking = {}
+    for path in sorted((ROOT / "zerobook" / "labs").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if getattr(node, "func", None) and getattr(node.func, "id", "") == (
+                "lab_params"
+            ):
+                taking[path.stem] = [k.arg for k in node.keywords]
+    assert set(taking) == set(numbers), taking
+    for lab, keys in taking.items():
+        listed = ", ".join(f"`{key}`" for key in keys)
+        assert f"Lab {numbers[lab]} {listed}" in guide, (lab, listed)

@@ -33,6 +33,7 @@ from zerobook.labs.harness import (
     borrowed,
     call_student,
     forbid,
+    lab_params,
     load_student,
     parse_args,
     replaced,
@@ -47,7 +48,10 @@ PARTS = ["train"]
 # 41,418 once each is padded to a multiple of 3; 8 KiB buckets: 10 of them, at most 2
 # in flight, so a rank never holds one full set of gradients (zerobook.zero_held.peak)
 CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
-BUCKET_CAP_BYTES, MAX_IN_FLIGHT, STEPS, BATCH, SEED = 8 * 1024, 2, 3, 2, 1234
+# an instructor's own (zerobook.labs.harness.lab_params)
+HIDDEN = lab_params(bucket_cap_bytes=8 * 1024, max_in_flight=2, seed=1234)
+BUCKET_CAP_BYTES, MAX_IN_FLIGHT = HIDDEN["bucket_cap_bytes"], HIDDEN["max_in_flight"]
+STEPS, BATCH, SEED = 3, 2, HIDDEN["seed"]
 OPTIMIZERS = {  # any element-wise torch.optim optimizer: two of them, in one launch
     "AdamW": (torch.optim.AdamW, {"lr": 1e-3, "weight_decay": 0.1}),
     "SGD": (torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.1}),
