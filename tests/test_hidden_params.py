@@ -26,6 +26,15 @@ def test_hidden_values_replace_the_defaults_and_a_wrong_key_or_type_says_which(
         lab_params(seed=1, steps=3)
 
 
+def reference_reports(tmp_path, monkeypatch, lab: str, hidden: dict) -> list[dict]:
+    """Each rank's report of lab `lab`'s reference solution graded with `hidden`."""
+    student = tmp_path / f"{lab}_student.py"
+    student.write_text(zb.grading.reference_script(ROOT / "labs", lab))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(PARAMS_ENV, json.dumps(hidden))
+    return zb.grading.run_part(lab, str(student), "train", nproc=3).ranks
+
+
 @pytest.mark.launch
 def test_lab2_graded_with_another_cap_and_seed_reports_them_and_scores(
     tmp_path, monkeypatch
@@ -34,12 +43,9 @@ def test_lab2_graded_with_another_cap_and_seed_reports_them_and_scores(
     instructor's cap, other buckets, and the lab's own checks find nothing wrong."""
     from zerobook import bucket_events
 
-    student = tmp_path / "ddp_student.py"
-    student.write_text(zb.grading.reference_script(ROOT / "labs", "ddp"))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv(PARAMS_ENV, json.dumps({"bucket_cap_bytes": 40960, "seed": 99}))
-    run = zb.grading.run_part("ddp", str(student), "train", nproc=3)
-    report = run.ranks[0]
+    hidden = {"bucket_cap_bytes": 40960, "seed": 99}
+    reports = reference_reports(tmp_path, monkeypatch, "ddp", hidden)
+    report = reports[0]
     assert report["bucket_cap_bytes"] == 40960
     for step in report["steps"]:
         expected = bucket_events.expected(step, report)
@@ -48,7 +54,7 @@ def test_lab2_graded_with_another_cap_and_seed_reports_them_and_scores(
         assert not bucket_events.check_overlap(step, len(expected))
         assert not bucket_events.check_waits(step)
     assert all(
-        r["parity"]["diff"] == 0 and r["broadcast"]["diff"] == 0 for r in run.ranks
+        r["parity"]["diff"] == 0 and r["broadcast"]["diff"] == 0 for r in reports
     )
 
 
@@ -60,19 +66,13 @@ def test_lab4_graded_with_another_cap_limit_and_seed_scores_in_full(
     saw: the run reports them, and every check of the lab's tests passes on every rank."""
     from zerobook import zero_events, zero_held
 
-    student = tmp_path / "zero_student.py"
-    student.write_text(zb.grading.reference_script(ROOT / "labs", "zero"))
     hidden = {"bucket_cap_bytes": 12 * 1024, "max_in_flight": 3, "seed": 99}
-    monkeypatch.setenv(PARAMS_ENV, json.dumps(hidden))
-    reports = zb.grading.run_part("zero", str(student), "train", nproc=3).ranks
+    reports = reference_reports(tmp_path, monkeypatch, "zero", hidden)
     assert reports[0]["bucket_cap_bytes"] == 12 * 1024
     assert reports[0]["max_in_flight"] == 3
-    checks = [
-        zero_held.held_problems,
-        zero_events.bucket_problems,
-        zero_events.overlap_problems,
-        zero_events.traffic_problems,
-    ]
+    named = ("bucket", "overlap", "traffic")
+    checks = [zero_held.held_problems]
+    checks += [getattr(zero_events, f"{name}_problems") for name in named]
     for check in checks:
         assert not zero_events.first_problems(reports, check, (0, 1, 2)), check
     for rank, report in enumerate(reports):
@@ -86,18 +86,10 @@ def test_lab5_graded_with_another_seed_scores_in_full(tmp_path, monkeypatch):
     """Lab 5's reference from a seed the students never saw: every check passes."""
     from zerobook import zero3_events
 
-    student = tmp_path / "zero3_student.py"
-    student.write_text(zb.grading.reference_script(ROOT / "labs", "zero3"))
-    monkeypatch.setenv(PARAMS_ENV, json.dumps({"seed": 99}))
-    reports = zb.grading.run_part("zero3", str(student), "train", nproc=3).ranks
+    reports = reference_reports(tmp_path, monkeypatch, "zero3", {"seed": 99})
     assert reports[0]["seed"] == 99
-    checks = [
-        zero3_events.check_kept,
-        zero3_events.check_peak,
-        zero3_events.check_traffic,
-        zero3_events.check_forward,
-        zero3_events.check_backward,
-    ]
+    named = ("kept", "peak", "traffic", "forward", "backward")
+    checks = [getattr(zero3_events, f"check_{name}") for name in named]
     for report in reports:
         assert not zero3_events.check_parity(report)
         for step in report["steps"]:
