@@ -246,3 +246,16 @@ def test_check_cells_are_folded_behind_checked_by_code_and_teaching_cells_are_no
     assert not wrong, (
         f"{path.name}: code cells {wrong} are folded wrongly; run tests/check_cells.py"
     )
+
+
+def test_the_readmes_grading_times_are_the_saved_measurement():
+    """README's seconds per lab, the total and the whole call are those of
+    benchmarks/results/grading_cpu.md (benchmarks/grading.py's saved run)."""
+    saved = (ROOT / "benchmarks" / "results" / "grading_cpu.md").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for lab, seconds in re.findall(r"^\| s0 / (\w+) \| (\d+) \|", saved, re.M):
+        assert f"{lab} {seconds} s" in readme, (lab, seconds)
+    own, whole = re.search(
+        r"own seconds: (\d+) s; the whole `grade` call: (\d+) s", saved
+    ).groups()
+    assert f"{own} s of grading for the seven labs, {whole} s for the" in readme
