@@ -6,7 +6,8 @@ import itertools
 import pytest
 
 from zerobook.models import GPT, GPTConfig
-from zerobook.runs.capstone import learning_rate, optimizer_for
+from zerobook.capstone_train import learning_rate
+from zerobook.runs.capstone import optimizer_for
 
 
 def test_warm_up_then_cosine_down_to_the_floor():

@@ -46,6 +46,13 @@ POINTS = {
         "test_forward": 2,
         "test_backward": 2,
     },
+    "capstone": {
+        "test_curves": 3,
+        "test_clip": 2,
+        "test_kept": 2,
+        "test_target": 2,
+        "test_resume": 3,
+    },
     "fsdp2": {
         "test_parity": 3,
         "test_memory": 2,

@@ -333,7 +333,17 @@ def released_rank_script(lab: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "lab", ["setup_check", "memory", "ddp", "ring_allreduce", "zero", "zero3", "fsdp2"]
+    "lab",
+    [
+        "setup_check",
+        "memory",
+        "ddp",
+        "ring_allreduce",
+        "zero",
+        "zero3",
+        "fsdp2",
+        "capstone",
+    ],
 )
 def test_every_part_of_an_untouched_release_scores_nothing_and_launches_nothing(
     tmp_path, lab

@@ -65,6 +65,8 @@ NOTEBOOK_SIDE = {
     "zerobook.failures",
     "zerobook.plots",
     "zerobook.gpu_plots",
+    "zerobook.capstone_plots",
+    "zerobook.capstone_checks",
     "zerobook.diagrams",
     "zerobook.widgets",
     "zerobook.grading",

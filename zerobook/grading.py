@@ -40,6 +40,8 @@ def run_part(
 ) -> RunResult:
     """Launch lab `lab`'s trusted harness on `nproc` ranks for one part of the student's file.
 
+    timeout: seconds for the launch (a lab's own, for a long run; else PART_TIMEOUT_S); while
+    grading, the limit the classroom measured from the reference's run wins.
     debug=True checks that every collective matches across ranks (TORCH_DISTRIBUTED_DEBUG=DETAIL).
     Harnesses that wrap the model in DDP pass debug=False: in torch 2.13 DDP's constructor crashes
     (SIGSEGV) on gloo in DETAIL mode. launch_options: zb.torchrun's (backend, env).
@@ -56,7 +58,8 @@ def run_part(
     replayed = run_cache.replay(name)  # grading: the clean run launched it already
     if replayed is not None:
         return replayed
-    timeout = timeout or float(os.environ.get(PART_TIMEOUT_ENV, PART_TIMEOUT_S))
+    # grading's limit (from the reference's time) wins; then the lab's own; then the default
+    timeout = float(os.environ.get(PART_TIMEOUT_ENV) or timeout or PART_TIMEOUT_S)
     if (
         _RANK_SANDBOX
     ):  # grading (zerobook.classroom.clean_score): the ranks see only this folder
@@ -130,13 +133,15 @@ def reference_script(labs: Path, lab: str) -> str:
     return "".join(cell["source"]).split("\n", 1)[1]
 
 
-def harness_source(lab: str, *names: str) -> str:
+def harness_source(lab: str, *names: str, module: str | None = None) -> str:
     """The source of the named top-level functions and classes of lab `lab`'s trusted harness
-    (zerobook/labs/LAB.py), read as text: what the grader does with a student's file, shown in the
-    lab without importing torch into the notebook."""
+    (zerobook/labs/LAB.py, or the harness's `module`, a path under zerobook/), read as text:
+    what the grader does with a student's file, shown in the lab without importing torch
+    into the notebook."""
     from importlib import resources
 
-    text = resources.files("zerobook").joinpath(f"labs/{lab}.py").read_text()
+    where = module or f"labs/{lab}.py"
+    text = resources.files("zerobook").joinpath(where).read_text()
     found = {
         node.name: ast.get_source_segment(text, node)
         for node in ast.parse(text).body
@@ -144,7 +149,7 @@ def harness_source(lab: str, *names: str) -> str:
     }
     missing = [name for name in names if name not in found]
     if missing:
-        raise KeyError(f"zerobook/labs/{lab}.py defines no {', '.join(missing)}")
+        raise KeyError(f"zerobook/{where} defines no {', '.join(missing)}")
     return "\n\n\n".join(found[name] for name in names)
 
 

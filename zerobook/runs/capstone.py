@@ -21,6 +21,7 @@ import torch.distributed as dist
 
 import zerobook as zb
 from zerobook import text
+from zerobook.capstone_train import learning_rate, optimizer_groups, rank_rows
 from zerobook.models import GPT, GPTConfig
 from zerobook.perfmodel.models import course_gpt
 
@@ -38,24 +39,11 @@ def wrap(model, method: str, me):
 
 
 def optimizer_for(model, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW with two groups: matrices decay, vectors (biases, LayerNorm) and nothing else do not."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    rest = [p for p in model.parameters() if p.dim() < 2]
-    groups = [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": rest, "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8)
-
-
-def learning_rate(
-    step: int, *, peak: float, warmup: int, steps: int, floor: float = 0.1
-) -> float:
-    """Linear warm-up to `peak` over `warmup` steps, then cosine decay to floor x peak at `steps`."""
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
-    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+    """AdamW with two groups: matrices decay, vectors (biases, LayerNorm) do not."""
+    groups = optimizer_groups(list(model.parameters()))
+    return torch.optim.AdamW(
+        groups, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.95), eps=1e-8
+    )
 
 
 def loss_of(model, tokens, device: str) -> torch.Tensor:
@@ -68,16 +56,8 @@ def loss_of(model, tokens, device: str) -> torch.Tensor:
 
 
 def rank_batch(data, step: int, cli, me, seed: int = 0) -> torch.Tensor:
-    """This rank's rows of the global batch of `step` (zerobook.text.batch), on its device."""
-    return text.batch(
-        data,
-        step=step,
-        global_batch=cli.batch * me.world_size,
-        seq_len=cli.seq_len,
-        rank=me.rank,
-        world_size=me.world_size,
-        seed=seed,
-    ).to(me.device)
+    """This rank's rows of the global batch of `step` (zerobook.capstone_train.rank_rows)."""
+    return rank_rows(data, step, me, seed, cli.batch * me.world_size, cli.seq_len)
 
 
 @torch.no_grad()

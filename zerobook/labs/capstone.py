@@ -1,0 +1,218 @@
+"""Capstone harness: the student's own DDP and ZeRO-3 train the course's GPT on real text
+(the standard library's source, zerobook.text) beside PyTorch's FSDP2.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 3 \
+        -m zerobook.labs.capstone --student capstone_student.py --part train
+
+The student's file holds what they built in Labs 2 and 5, and three functions more:
+    BucketedDDP(model, bucket_cap_bytes), .finish()          their DDP (Lab 2)
+    Zero3(model, units, optimizer_class, **options),
+        .step(), .zero_grad()                                their ZeRO-3 (Lab 5)
+    clip_sharded(zero3, max_norm) -> float                   clipping by the global norm
+    save_shard(zero3, path), load_shard(zero3, path)         this rank's checkpoint shard
+Part `train`: from one seed, PyTorch's FSDP2 (its own clip_grad_norm_) and the student's
+DDP (clipped in piece order, zerobook.capstone_train) train PREFIX steps; the student's
+ZeRO-3 trains STEPS, all on one schedule (the first PREFIX steps of every run the same
+batches and learning rates), every sum in rank order (zerobook.parity). Reported per
+method: each rank's loss and clipped norm per step, held-out bits per byte, the bytes of
+model state the rank keeps after a step, tokens per second; the baselines; a sample.
+Part `resume` (launched with --max-restarts 1): the student's ZeRO-3 with a checkpoint
+every EVERY steps (zerobook.capstone_resume), rank 1 killed with SIGKILL while the
+checkpoint of step KILL_AT is written; torchrun starts every rank again, they load the
+last committed checkpoint and train to PREFIX.
+"""
+
+import functools
+import types
+
+import torch
+
+import zerobook as zb
+from zerobook import capstone_resume, text
+from zerobook.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
+from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, train
+from zerobook.labs.harness import borrowed, call_student, forbid, load_student
+from zerobook.labs.harness import parse_args, replaced, trusted
+from zerobook.measure import unique_bytes
+from zerobook.models import GPT
+from zerobook.parity import norm_bound, ordered_sums
+from zerobook.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
+from zerobook.zero3_record import torch_fsdp_used
+
+PARTS = ["train", "resume"]
+SEED, PREFIX, STEPS, BUCKET_CAP_BYTES = 0, 100, 600, 64 * 1024
+FORBIDDEN = ("zerobook.zero", "zerobook.ddp", "zerobook.zero3_events")
+
+
+def model_from(me) -> torch.nn.Module:
+    torch.manual_seed(SEED)
+    return GPT(CONFIG).to(me.device)
+
+
+class StudentDDP:
+    """The student's BucketedDDP; AdamW in two groups; clipping in piece order."""
+
+    def __init__(self, student, model, me):
+        self.model, self.world_size = model, me.world_size
+        self.ddp = call_student(student, "BucketedDDP", model, BUCKET_CAP_BYTES)
+        groups = optimizer_groups(list(model.parameters()))
+        self.optimizer = torch.optim.AdamW(groups, **OPTIONS)
+
+    def backward(self, loss):
+        loss.backward()
+        call_student(self.ddp, "finish")
+
+    def clip(self, max_norm: float) -> float:
+        return clip_in_piece_order(self.model, max_norm, self.world_size)
+
+    def step(self):
+        self.optimizer.step()
+
+    def zero_grad(self):
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def kept(self) -> int:
+        return unique_bytes(reachable([self.ddp, self.model, self.optimizer]))
+
+
+class StudentZero3:
+    """The student's Zero3 (units: the blocks) over an AdamW the harness can see; the
+    student's clip_sharded."""
+
+    def __init__(self, student, model, me):
+        self.model, self.student = model, student
+        make = types.SimpleNamespace(Zero3=functools.partial(student.Zero3, **OPTIONS))
+        before = len(RecordedAdamW.made)
+        self.zero = call_student(
+            make, "Zero3", model, list(model.blocks), RecordedAdamW
+        )
+        made = RecordedAdamW.made[before:]
+        if len(made) != 1:
+            raise RuntimeError(
+                f"your Zero3 made {len(made)} optimizers with optimizer_class: one, "
+                "over the master pieces in two groups"
+            )
+        self.optimizer = made[0]
+
+    def backward(self, loss):
+        loss.backward()
+
+    def clip(self, max_norm: float) -> float:
+        norm = call_student(self.student, "clip_sharded", self.zero, max_norm)
+        if not isinstance(norm, (float, int)):
+            raise TypeError(f"clip_sharded returned {type(norm).__name__}: a float")
+        return float(norm)
+
+    def step(self):
+        call_student(self.zero, "step")
+
+    def zero_grad(self):
+        call_student(self.zero, "zero_grad")
+
+    def kept(self) -> int:
+        return unique_bytes(reachable([self.zero, self.model, self.optimizer]))
+
+
+class FSDP2:
+    """PyTorch's FSDP2: fully_shard every block, then the root; its clip_grad_norm_."""
+
+    def __init__(self, model, me):
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        mesh = init_device_mesh(me.device.split(":")[0], (me.world_size,))
+        for module in [*model.blocks, model]:
+            fully_shard(module, mesh=mesh)
+        self.model = model
+        groups = optimizer_groups(list(model.parameters()))
+        self.optimizer = torch.optim.AdamW(groups, **OPTIONS)
+
+    def backward(self, loss):
+        loss.backward()
+
+    def clip(self, max_norm: float) -> float:
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+
+    def step(self):
+        self.optimizer.step()
+
+    def zero_grad(self):
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def kept(self) -> int:
+        params = list(self.model.parameters())
+        state = [t for s in self.optimizer.state.values() for t in s.values()]
+        tensors = params + [p.grad for p in params if p.grad is not None] + state
+        return unique_bytes([getattr(t, "_local_tensor", t) for t in tensors])
+
+
+def run(method, name: str, steps: int, data, held_out, me) -> dict:
+    """`steps` steps of the STEPS-step schedule; the bytes kept after the first step;
+    held-out bits per byte at the end."""
+    kept = []
+    result = train(method, data, me, range(steps), STEPS, name, kept=kept)
+    result["kept"] = kept[0]
+    result["held_out"] = held_out_bits(method.model, held_out, me)
+    return result
+
+
+def train_part(student, me, data, held_out) -> dict:
+    runs = {
+        "fsdp2": run(FSDP2(model_from(me), me), "FSDP2", PREFIX, data, held_out, me)
+    }
+    ddp = StudentDDP(student, model_from(me), me)
+    runs["ddp"] = run(ddp, "your DDP", PREFIX, data, held_out, me)
+    zero3 = StudentZero3(student, model_from(me), me)
+    runs["zero3"] = run(zero3, "your ZeRO-3", STEPS, data, held_out, me)
+    generated = sample(zero3.model, b"def ", 200)
+    used = torch_fsdp_used(ddp.model) + torch_fsdp_used(zero3.model)
+    numel = sum(p.numel() for p in ddp.model.parameters())
+    # two orders of one norm's sum: at most this far apart, relatively (zerobook.parity)
+    return {"runs": runs, "sample": generated, "fsdp_used": used,
+            "norm_bound": norm_bound(numel)}  # fmt: skip
+
+
+def main() -> None:
+    cli = parse_args(PARTS)
+    me = zb.setup()
+    data, held_out = text.load()
+    files = forbid(FORBIDDEN)
+    refuse_torch_fsdp()
+    record = trusted(RecordedAdamW, torch.optim.AdamW, equal=torch, clone=torch.Tensor)
+    with ordered_sums():
+        student = load_student(cli.student)
+        if cli.part == "train":
+            result = train_part(student, me, data, held_out)
+        else:
+            result = capstone_resume.resume(
+                functools.partial(StudentZero3, student, model_from(me), me),
+                student,
+                data,
+                me,
+                STEPS,
+                PREFIX,
+            )
+    problems = [f"tampering: your code replaced {n}" for n in replaced(record)]
+    problems += [f"your file uses {n}" for n in borrowed(student, files)]
+    problems += [f"your model uses {n}" for n in result.pop("fsdp_used", [])]
+    if problems:
+        raise RuntimeError("; ".join(problems) + ": a run that does so scores 0")
+    if cli.part == "train" and me.is_main:
+        result["baselines"] = {
+            n: text.ngram_bits_per_byte(data, held_out, n) for n in (1, 2)
+        }
+    params = list(model_from(me).parameters())
+    zb.report(
+        **result,
+        world_size=me.world_size,
+        params=[p.numel() for p in params],
+        prefix=PREFIX,
+        steps=STEPS,
+        train_bytes=len(data),
+        held_out_bytes=len(held_out),
+    )
+
+
+if __name__ == "__main__":
+    main()
