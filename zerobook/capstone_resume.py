@@ -29,7 +29,7 @@ import torch.distributed as dist
 from zerobook.capstone_train import train
 from zerobook.labs.harness import call_student
 
-EVERY, KILL_AT, KILLED_RANK = 25, 50, 1
+KILLED_RANK = 1
 
 
 def folder_of_this_launch() -> Path:
@@ -85,9 +85,12 @@ def load_last(student, zero, folder: Path, me) -> int:
     return steps[-1]
 
 
-def resume(make_method, student, data, me, total: int, until: int) -> dict:
-    """The first attempt trains from step 0, checkpointing every EVERY steps, and is killed
-    writing step KILL_AT's; the second loads the last committed one and trains to `until`."""
+def resume(
+    make_method, student, data, me, total: int, until: int, every: int, kill_at: int
+) -> dict:
+    """The first attempt trains from step 0, checkpointing every `every` steps, and is
+    killed writing step `kill_at`'s; the second loads the last committed one and trains to
+    `until`."""
     folder, attempt = (
         folder_of_this_launch(),
         int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
@@ -99,8 +102,8 @@ def resume(make_method, student, data, me, total: int, until: int) -> dict:
     lost = folder / f"first-attempt-rank{me.rank}.json"
 
     def on_step(step: int, run: dict) -> None:
-        if (step + 1) % EVERY == 0 and step + 1 < until:
-            kill = attempt == 0 and step + 1 == KILL_AT
+        if (step + 1) % every == 0 and step + 1 < until:
+            kill = attempt == 0 and step + 1 == kill_at
             if kill:  # the first attempt's curve, for the page (the kill loses it)
                 lost.write_text(json.dumps(run["curve"]))
             checkpoint(student, method.zero, folder, step + 1, me, kill)
@@ -118,7 +121,7 @@ def resume(make_method, student, data, me, total: int, until: int) -> dict:
         "partial_left": left,
         "curve": run["curve"],
         "norms": run["norms"],
-        "every": EVERY,
-        "kill_at": KILL_AT,
+        "every": every,
+        "kill_at": kill_at,
         "killed_rank": KILLED_RANK,
     }

@@ -32,7 +32,7 @@ from zerobook import capstone_resume, text
 from zerobook.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
 from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, train
 from zerobook.labs.harness import borrowed, call_student, forbid, load_student
-from zerobook.labs.harness import parse_args, replaced, trusted
+from zerobook.labs.harness import lab_params, parse_args, replaced, trusted
 from zerobook.measure import unique_bytes
 from zerobook.models import GPT
 from zerobook.parity import norm_bound, ordered_sums
@@ -40,7 +40,13 @@ from zerobook.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
 from zerobook.zero3_record import torch_fsdp_used
 
 PARTS = ["train", "resume"]
-SEED, PREFIX, STEPS, BUCKET_CAP_BYTES = 0, 100, 600, 64 * 1024
+# an instructor's own (zerobook.labs.harness.lab_params); and shorter runs for tests
+HIDDEN = lab_params(seed=0, steps=600, prefix=100, every=25, kill_at=50)
+SEED, STEPS, PREFIX = HIDDEN["seed"], HIDDEN["steps"], HIDDEN["prefix"]
+EVERY, KILL_AT, BUCKET_CAP_BYTES = HIDDEN["every"], HIDDEN["kill_at"], 64 * 1024
+if not 0 < EVERY < KILL_AT < PREFIX <= STEPS or KILL_AT % EVERY:
+    raise ValueError(f"capstone: 0 < every < kill_at < prefix <= steps, kill_at a "
+                     f"multiple of every: {HIDDEN}")  # fmt: skip
 FORBIDDEN = ("zerobook.zero", "zerobook.ddp", "zerobook.zero3_events")
 
 
@@ -185,13 +191,9 @@ def main() -> None:
         if cli.part == "train":
             result = train_part(student, me, data, held_out)
         else:
+            make = functools.partial(StudentZero3, student, model_from(me), me)
             result = capstone_resume.resume(
-                functools.partial(StudentZero3, student, model_from(me), me),
-                student,
-                data,
-                me,
-                STEPS,
-                PREFIX,
+                make, student, data, me, STEPS, PREFIX, EVERY, KILL_AT
             )
     problems = [f"tampering: your code replaced {n}" for n in replaced(record)]
     problems += [f"your file uses {n}" for n in borrowed(student, files)]
@@ -209,6 +211,7 @@ def main() -> None:
         params=[p.numel() for p in params],
         prefix=PREFIX,
         steps=STEPS,
+        seed=SEED,
         train_bytes=len(data),
         held_out_bytes=len(held_out),
     )
