@@ -1,0 +1,89 @@
+"""The capstone lab's feedback on planted mistakes: each fails the part it breaks, saying what
+differs (runs shortened with hidden parameters: 40 steps, the curves compared over 30, a
+checkpoint every 5 steps, the kill at step 15's)."""
+
+import json
+
+import pytest
+
+import zerobook as zb
+from conftest import ROOT
+from zerobook import capstone_checks
+from zerobook.labs.harness import PARAMS_ENV
+
+pytestmark = [pytest.mark.launch, pytest.mark.slow]
+SHORT = {"steps": 40, "prefix": 30, "every": 5, "kill_at": 15}
+CLIP_SUM = "        total += (piece.grad**2).sum()\n"
+
+
+def planted(tmp_path, monkeypatch, *pairs: str) -> str:
+    """The capstone's reference file with each (old, new) of `pairs` replaced."""
+    source = zb.grading.reference_script(ROOT / "labs", "capstone")
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    student = tmp_path / "capstone_student.py"
+    student.write_text(source)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(PARAMS_ENV, json.dumps(SHORT))
+    return str(student)
+
+
+def launch(student: str, part: str) -> list[dict]:
+    restarts = 1 if part == "resume" else 0
+    run = zb.grading.run_part("capstone", student, part, nproc=3, debug=False,
+                              max_restarts=restarts, timeout=300)  # fmt: skip
+    return run.ranks
+
+
+def test_a_norm_summed_in_another_order_is_named_with_its_step(tmp_path, monkeypatch):
+    """The global norm summed backwards: the same number to a few ulps, so the clipping
+    part names the step and says it is the order; the curves part points at it."""
+    student = planted(
+        tmp_path,
+        monkeypatch,
+        "    for piece in pieces:\n" + CLIP_SUM,
+        "    for piece in reversed(pieces):\n" + CLIP_SUM,
+    )
+    reports = launch(student, "train")
+    (clip,) = capstone_checks.clip_problems(reports)
+    assert "summed in another order" in clip and "step " in clip, clip
+    (curve,) = capstone_checks.curve_problems(reports)[:1]
+    assert "the clipped norms part first" in curve, curve
+    assert not capstone_checks.kept_problems(reports)
+
+
+def test_a_norm_of_this_ranks_pieces_only_is_not_the_global_norm(tmp_path, monkeypatch):
+    student = planted(tmp_path, monkeypatch, "    dist.all_reduce(total)\n", "")
+    (clip,) = capstone_checks.clip_problems(launch(student, "train"))
+    assert "rank 0, step 0:" in clip and "not the global norm" in clip, clip
+
+
+def test_a_shard_loaded_without_its_optimizer_state_resumes_off_the_curve(
+    tmp_path, monkeypatch
+):
+    """load_shard that restores the master pieces but not AdamW's moments: resumed from the
+    right checkpoint, the curve parts at once, and the message says what to save."""
+    student = planted(
+        tmp_path,
+        monkeypatch,
+        '    zero3.optimizer.load_state_dict(state["optimizer"])\n',
+        "",
+    )
+    trained = launch(student, "train")
+    (problem,) = capstone_checks.resume_problems(launch(student, "resume"), trained)
+    # the first resumed step's weights are right; its update, without the moments, is not
+    resumed = SHORT["kill_at"] - SHORT["every"]
+    assert f"rank 0, step {resumed + 1}: the resumed loss" in problem, problem
+    assert "the optimizer's state" in problem, problem
+
+
+def test_a_capstone_that_takes_the_courses_zero3_scores_nothing(tmp_path, monkeypatch):
+    student = planted(
+        tmp_path,
+        monkeypatch,
+        "import torch\n",
+        "import torch\nfrom zerobook.zero import Zero3AdamW  # noqa: F401\n",
+    )
+    with pytest.raises(zb.LaunchError, match="course's own implementation"):
+        launch(student, "train")
