@@ -1,5 +1,6 @@
 """The markdown of benchmarks/gpu.py's results: each section's table and the ratios it is for."""
 
+from zerobook import gpu_record
 from zerobook.hardware import H100_SXM
 from zerobook.traffic import bandwidth as bus_bandwidth
 
@@ -317,32 +318,6 @@ def offload(section) -> list[str]:
     return lines + [""]
 
 
-def capstone_prediction(r: dict) -> float:
-    """Tokens/s the performance model predicts for the capstone's run `r` on one H100."""
-    from zerobook.hardware import H100_NODE
-    from zerobook.models import GPTConfig
-    from zerobook.perfmodel import predict_step
-    from zerobook.perfmodel.models import course_gpt
-
-    c = r["config"]
-    config = GPTConfig(
-        vocab=256,
-        hidden=c["hidden"],
-        layers=c["layers"],
-        heads=c["heads"],
-        seq_len=c["seq_len"],
-    )
-    return predict_step(
-        course_gpt(config),
-        H100_NODE,
-        world_size=1,
-        gpus_per_node=1,
-        stage=0,
-        micro_batch=c["batch"],
-        seq_len=c["seq_len"],
-    ).tokens_per_second
-
-
 def capstone(section) -> list[str]:
     lines = [
         "## 9. The capstone's GPT on real text (the standard library's source), bf16, one GPU",
@@ -358,17 +333,15 @@ def capstone(section) -> list[str]:
         "MFU (bf16 dense datasheet) | held-out bits/byte | unigram | bigram | seconds |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for method, r in section.items():
-        mfu = r["tokens_per_second"] * r["flops_per_token"] / H100_SXM["bf16_dense"]
-        predicted = (
-            capstone_prediction(r) if "H100" in r.get("device_name", "") else None
-        )
-        ratio = f"{r['tokens_per_second'] / predicted:.2f}" if predicted else "-"
+    for row in gpu_record.capstone_rows(section):
+        predicted, ratio, mfu = row["predicted"], row["ratio"], row["mfu"]
+        r = section[row["method"]]
         lines.append(
-            f"| {method} | {r['num_params']:,} | {r['tokens_per_second']:,.0f} | "
-            f"{f'{predicted:,.0f}' if predicted else '-'} | {ratio} | {mfu:.3f} | "
-            f"{r['evals'][-1][1]:.3f} | {r['baselines']['1']:.3f} | {r['baselines']['2']:.3f} | "
-            f"{r['seconds']:.0f} |"
+            f"| {row['method']} | {row['parameters']:,} | {row['tokens/s']:,.0f} | "
+            f"{f'{predicted:,.0f}' if predicted else '-'} | "
+            f"{f'{ratio:.2f}' if ratio else '-'} | {f'{mfu:.3f}' if mfu else '-'} | "
+            f"{row['held_out']:.3f} | {r['baselines']['1']:.3f} | {row['bigram']:.3f} | "
+            f"{row['seconds']:.0f} |"
         )
     method, r = next(
         ((m, r) for m, r in section.items() if r.get("sample")), (None, None)

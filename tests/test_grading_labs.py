@@ -105,6 +105,20 @@ def assert_awaiting_labelled(root, lab, names):
     )  # listed, at the answer, in the total
 
 
+def with_rank_script(lab: str, script: str) -> str:
+    """Lab `lab`'s instructor notebook with `script` as the student's file."""
+    import json
+
+    notebook = json.loads(source(lab))
+    cell = next(
+        c
+        for c in notebook["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script"
+    )
+    cell["source"] = f"%%writefile {lab}_student.py\n" + script
+    return json.dumps(notebook)
+
+
 def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_path):
     """Lab 2 graded as a class: buckets planned from model.parameters() (the package's design)
     lose the bucket points only, with feedback naming the bucket; a file that imports
@@ -112,16 +126,6 @@ def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_pa
     import json
 
     from test_labs import PLANNED_BUCKETS
-
-    def with_rank_script(script: str) -> str:
-        notebook = json.loads(source("ddp"))
-        cell = next(
-            c
-            for c in notebook["cells"]
-            if c["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script"
-        )
-        cell["source"] = "%%writefile ddp_student.py\n" + script
-        return json.dumps(notebook)
 
     reference = "".join(
         next(
@@ -139,8 +143,8 @@ def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_pa
         tmp_path,
         lambda root: {
             "ddp": {
-                "planned": with_rank_script(PLANNED_BUCKETS),
-                "borrows": with_rank_script(borrows),
+                "planned": with_rank_script("ddp", PLANNED_BUCKETS),
+                "borrows": with_rank_script("ddp", borrows),
             }
         },
         ["ddp"],
@@ -184,3 +188,29 @@ def test_a_private_copy_of_the_labs_grades_with_parameters_students_never_saw(tm
     assert part_scores(root, "ddp", POINTS["ddp"])["reference"] == POINTS["ddp"]
     graded = (root / "autograded" / "reference" / "ddp" / "ddp.ipynb").read_text()
     assert "a cap of 40,960 bytes" in graded and "a cap of 32,768 bytes" not in graded
+
+
+def test_capstone_a_norm_summed_in_another_order_loses_only_the_clip_and_the_curves(
+    tmp_path,
+):
+    """The capstone graded as a class: clip_sharded summing the pieces backwards trains as
+    well (bytes, target, resume: full points) but its norm and curve are not DDP's bits;
+    the feedback says the order is what differs."""
+    from conftest import ROOT
+    from test_capstone_lab import CLIP_SUM
+
+    import zerobook as zb
+
+    reference = zb.grading.reference_script(ROOT / "labs", "capstone")
+    backwards = reference.replace(
+        "    for piece in pieces:\n" + CLIP_SUM,
+        "    for piece in reversed(pieces):\n" + CLIP_SUM,
+    )
+    assert backwards != reference
+    submissions = {"capstone": {"backwards": with_rank_script("capstone", backwards)}}
+    round_trip(tmp_path, lambda root: submissions, ["capstone"])
+    scores = part_scores(tmp_path, "capstone", POINTS["capstone"])
+    lost = {"test_curves": 0, "test_clip": 0}
+    assert scores["backwards"] == {**POINTS["capstone"], **lost}
+    page = tmp_path / "feedback" / "backwards" / "capstone" / "capstone.html"
+    assert "summed in another order" in page.read_text()

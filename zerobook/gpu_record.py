@@ -84,3 +84,40 @@ def allocator_rows(memory: dict, methods=None) -> list[dict]:
                 )
             )
     return rows
+
+
+def capstone_prediction(run: dict) -> float:
+    """Tokens/s the performance model predicts for the capstone's GPU run `run` (its config)
+    on one GPU of the H100 preset: DDP, world size 1 (zerobook.perfmodel.predict_step)."""
+    from zerobook.hardware import H100_NODE
+    from zerobook.models import GPTConfig
+    from zerobook.perfmodel import predict_step
+    from zerobook.perfmodel.models import course_gpt
+
+    c = run["config"]
+    config = GPTConfig(vocab=256, hidden=c["hidden"], layers=c["layers"],
+                       heads=c["heads"], seq_len=c["seq_len"])  # fmt: skip
+    spec = course_gpt(config)
+    return predict_step(spec, H100_NODE, world_size=1, gpus_per_node=1, stage=0,
+                        micro_batch=c["batch"], seq_len=c["seq_len"]).tokens_per_second  # fmt: skip
+
+
+def capstone_rows(section: dict) -> list[dict]:
+    """Each method of a record's capstone section: tokens/s measured, and predicted (H100
+    only: the preset is an H100's), MFU against the bf16 dense datasheet peak (a bound, not
+    a prediction), held-out bits per byte against the baselines."""
+    from zerobook.hardware import H100_SXM
+
+    rows = []
+    for method, run in section.items():
+        measured = run["tokens_per_second"]
+        h100 = "H100" in run.get("device_name", "")
+        predicted = capstone_prediction(run) if h100 else None
+        rows.append({
+            "method": method, "parameters": run["num_params"], "tokens/s": measured,
+            "predicted": predicted, "ratio": measured / predicted if predicted else None,
+            "mfu": measured * run["flops_per_token"] / H100_SXM["bf16_dense"] if h100 else None,
+            "held_out": run["evals"][-1][1], "bigram": run["baselines"]["2"],
+            "seconds": run["seconds"],
+        })  # fmt: skip
+    return rows
