@@ -259,3 +259,46 @@ def test_the_readmes_grading_times_are_the_saved_measurement():
         r"own seconds: (\d+) s; the whole `grade` call: (\d+) s", saved
     ).groups()
     assert f"{own} s of grading for the seven labs, {whole} s for the" in readme
+
+
+def shown_and_check_lines(source: str) -> tuple[int, int]:
+    """A shown cell's non-blank lines, and those that check or style: an assert, a glue
+    call, an import of pytest, glue or myst_nb, a line that sets rcParams (however
+    wrapped: every line of the statement counts)."""
+    import ast
+
+    lines = source.splitlines()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython magics
+        return sum(bool(line.strip()) for line in lines), 0
+    checks = {n for n, line in enumerate(lines, 1) if "rcParams" in line}
+    for node in ast.walk(tree):
+        call = getattr(node, "func", None)
+        name = getattr(call, "attr", None) or getattr(call, "id", "")
+        imported = [a.name for a in getattr(node, "names", [])]
+        imported += [getattr(node, "module", None) or ""]
+        tools = any(m.split(".")[0] in {"pytest", "myst_nb", "glue"} for m in imported)
+        if (
+            isinstance(node, ast.Assert)
+            or (isinstance(node, ast.Call) and name == "glue")
+            or (isinstance(node, (ast.Import, ast.ImportFrom)) and tools)
+        ):
+            checks |= set(range(node.lineno, node.end_lineno + 1))
+    shown = {n for n, line in enumerate(lines, 1) if line.strip()}
+    return len(shown), len(checks & shown)
+
+
+def test_checks_are_at_most_3_percent_of_the_lines_a_reader_sees():
+    """Across the chapters, the code lines shown unfolded in the book: at most 3% check or
+    style (the checks live in cells folded behind "Checked by code")."""
+    from check_cells import HIDDEN
+
+    shown = checks = 0
+    for path in CHAPTERS:
+        for cell in load(path)["cells"]:
+            tags = set(cell["metadata"].get("tags", []))
+            if cell["cell_type"] == "code" and not tags & set(HIDDEN):
+                lines, found = shown_and_check_lines("".join(cell["source"]))
+                shown, checks = shown + lines, checks + found
+    assert checks <= 0.03 * shown, f"{checks} of {shown} shown lines are checks"
