@@ -50,9 +50,10 @@ def count_state_bytes(params, grads, optimizer_states):
 '''
 
 
-def visible_test(tmp_path, monkeypatch, lab: str, grade_id: str, student: str):
+def visible_test(tmp_path, monkeypatch, lab: str, grade_id: str, student: str, **names):
     """Run test cell `grade_id` as the student's release shows it (hidden tests removed), after
-    the setup cell, on `student` written as the lab's rank script: the error it raises, or None."""
+    the setup cell (then `names` set in its namespace), on `student` written as the lab's rank
+    script: the error it raises, or None."""
     from conftest import ROOT
     from zerobook.classroom.release import student_version
 
@@ -63,6 +64,7 @@ def visible_test(tmp_path, monkeypatch, lab: str, grade_id: str, student: str):
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "__main__"}
     exec(cells["setup"], namespace)
+    namespace.update(names)
     (tmp_path / namespace["STUDENT_FILE"]).write_text(student)
     try:
         exec(cells[grade_id], namespace)
@@ -278,7 +280,13 @@ def test_lab5_measures_the_reduction_errors_on_2_and_4_ranks_for_its_question(
     fp32's error is 0 (a sum of two bf16 numbers is exact in fp32), on 4 it is not."""
     assert (
         visible_test(
-            tmp_path, monkeypatch, "fsdp2", "precision_run", lab_solution("fsdp2")
+            tmp_path,
+            monkeypatch,
+            "fsdp2",
+            "precision_run",
+            lab_solution("fsdp2"),
+            PARTS="precision",  # the cell's own launches, without the other parts
+            FOUR_RANKS="precision",
         )
         is None
     )

@@ -114,7 +114,8 @@ class PartFailed(RuntimeError):
 def part_reports(run: RunResult, part: str) -> list[dict]:
     """Each rank's report of `part`, from a launch of several parts (`--part a,b,...`:
     the harness reports `parts`); the first rank's error if that part raised there."""
-    reports = [rank["parts"][part] for rank in run.ranks]
+    # a launch of one part reports it whole, not under "parts"
+    reports = [rank.get("parts", {part: rank})[part] for rank in run.ranks]
     for rank, report in enumerate(reports):
         if set(report) == {"raised"}:
             raise PartFailed(f"part {part!r}, rank {rank}: {report['raised']}")
