@@ -87,3 +87,21 @@ def test_a_capstone_that_takes_the_courses_zero3_scores_nothing(tmp_path, monkey
     )
     with pytest.raises(zb.LaunchError, match="course's own implementation"):
         launch(student, "train")
+
+
+def test_a_capstone_that_patches_the_held_out_loss_scores_nothing(
+    tmp_path, monkeypatch
+):
+    """A file that replaces the harness's held-out measure (to pass the target) is caught:
+    the run fails saying what it replaced."""
+    student = planted(
+        tmp_path,
+        monkeypatch,
+        "import torch\n",
+        "import torch\nimport zerobook.capstone_train as _ct\n\n"
+        "_ct.held_out_bits = lambda *args: 0.0\n",
+    )
+    with pytest.raises(
+        zb.LaunchError, match="tampering: your code replaced .*held_out"
+    ):
+        launch(student, "train")

@@ -28,7 +28,7 @@ import types
 import torch
 
 import zerobook as zb
-from zerobook import capstone_resume, text
+from zerobook import capstone_resume, capstone_train, measure, text, zero3_record
 from zerobook.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
 from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, train
 from zerobook.labs.harness import borrowed, call_student, forbid, load_student
@@ -48,6 +48,17 @@ if not 0 < EVERY < KILL_AT < PREFIX <= STEPS or KILL_AT % EVERY:
     raise ValueError(f"capstone: 0 < every < kill_at < prefix <= steps, kill_at a "
                      f"multiple of every: {HIDDEN}")  # fmt: skip
 FORBIDDEN = ("zerobook.zero", "zerobook.ddp", "zerobook.zero3_events")
+# what the run's record is made with: the student's code may not replace any of it
+GUARDED = {
+    **dict.fromkeys(dir(capstone_train), capstone_train),
+    **dict.fromkeys(["resume", "checkpoint", "load_last", "committed"], capstone_resume),
+    **dict.fromkeys(["batch", "load", "ngram_bits_per_byte"], text),
+    **dict.fromkeys(["reachable", "RecordedAdamW"], zero3_record),
+    "unique_bytes": measure, "cross_entropy": torch.nn.functional,
+    "all_reduce": torch.distributed, "barrier": torch.distributed,
+    "equal": torch, "clone": torch.Tensor, "item": torch.Tensor,
+}  # fmt: skip
+GUARDED = {n: m for n, m in GUARDED.items() if callable(getattr(m, n, None))}
 
 
 def model_from(me) -> torch.nn.Module:
@@ -185,7 +196,7 @@ def main() -> None:
     data, held_out = text.load()
     files = forbid(FORBIDDEN)
     refuse_torch_fsdp()
-    record = trusted(RecordedAdamW, torch.optim.AdamW, equal=torch, clone=torch.Tensor)
+    record = trusted(RecordedAdamW, torch.optim.AdamW, **GUARDED)
     with ordered_sums():
         student = load_student(cli.student)
         if cli.part == "train":
