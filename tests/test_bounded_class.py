@@ -28,13 +28,14 @@ ON_RANK_0 = 'import os as _os\nif _os.environ.get("RANK") == "0":\n'
 HOGS = {
     "fork_loop": """
     import time
-    try:
-        while True:
+    _until = time.monotonic() + 60
+    while time.monotonic() < _until:  # a refused fork is tried again: only a stop ends it
+        try:
             if _os.fork() == 0:
                 time.sleep(120)
                 _os._exit(0)
-    except OSError:
-        pass
+        except OSError:
+            time.sleep(0.05)
 """,
     "memory_hog": """
     _held = [bytearray(b"x" * (64 << 20)) for _ in range(24)]  # the whole bound, touched
