@@ -5,6 +5,8 @@ The static checks run in `make test`; the ones that start JupyterLab (about 10 C
 chapter run) are `slow` (make test-grading, CI).
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -101,6 +103,15 @@ def make(target: str):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@contextlib.contextmanager
+def venv_ui_lock():
+    """Held while a test switches the venv's nbgrader UI or reads a JupyterLab of that venv:
+    the two never overlap, whichever workers run them."""
+    with open(ROOT / ".venv" / ".nbgrader-ui.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("jupyterlab")
 def test_student_and_instructor_environments():
@@ -110,6 +121,11 @@ def test_student_and_instructor_environments():
         f"nbgrader.server_extensions.{e}"
         for e in ("formgrader", "validate_assignment", "assignment_list", "course_list")
     ]
+    with venv_ui_lock():
+        switch_and_restore(names)
+
+
+def switch_and_restore(names: list[str]) -> None:
     instructor = (ROOT / ".venv" / ".instructor").exists()
     try:
         make("install")
@@ -172,6 +188,8 @@ def jupyterlab(tmp_path):
         JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
     )
     log = open(tmp_path / "lab.log", "w")
+    lock = venv_ui_lock()
+    lock.__enter__()  # until the test is done: no one switches the UI meanwhile
     lab = subprocess.Popen(
         [
             str(JUPYTER),
@@ -195,6 +213,7 @@ def jupyterlab(tmp_path):
         lab.terminate()
         lab.wait(60)
         log.close()
+        lock.__exit__(None, None, None)
     assert not processes_running(str(tmp_path)), "a kernel outlived JupyterLab"
 
 
