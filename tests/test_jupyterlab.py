@@ -321,6 +321,7 @@ def check_prose(b):
     assert (
         "an fp32 master copy" in prose
     )  # {term}`master <master weights>`: its text, a link
+    assert "Rajbhandari et al., 2020" in prose  # a citation reads as author and year
 
 
 def check_answers(b):
