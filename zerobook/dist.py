@@ -236,11 +236,23 @@ def mark_finished(token: str | None) -> None:
         _write_atomically(Path(folder) / f"rank{this_rank()}.done", token)
 
 
-def forget_failure() -> None:
-    """Remove this rank's failure record, if an earlier attempt of the run left one."""
+def record_signal_death(signal_name: str) -> None:
+    """Leave the signal that ended this rank (e.g. "SIGSEGV"): written by the rank's parent,
+    zerobook.rank_entry's watcher, since a rank killed by a signal can write nothing."""
     folder = os.environ.get(REPORT_DIR_ENV)
     if folder:
-        (Path(folder) / f"rank{this_rank()}.error.json").unlink(missing_ok=True)
+        record = {"rank": this_rank(), "time": time.time(), "signal": signal_name}
+        _write_atomically(
+            Path(folder) / f"rank{this_rank()}.signal.json", json.dumps(record)
+        )
+
+
+def forget_failure() -> None:
+    """Remove this rank's failure records, if an earlier attempt of the run left them."""
+    folder = os.environ.get(REPORT_DIR_ENV)
+    if folder:
+        for kind in ("error", "signal"):
+            (Path(folder) / f"rank{this_rank()}.{kind}.json").unlink(missing_ok=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:

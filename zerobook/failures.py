@@ -1,7 +1,7 @@
 """How a launched run failed, in words: the rank that failed first, and why.
 
 A rank that raised leaves a timestamped record (zerobook.dist.record_failure); one killed by a
-signal leaves none, but torchrun's summary names it; a rank that only lost its peer is a
+signal cannot, but its watcher records the signal (zerobook.rank_entry); a rank that only lost its peer is a
 consequence, not a cause. `raise_if_failed` turns that into one LaunchError naming the rank, with
 its traceback or last lines; mismatched or stuck collectives are named (`explain`).
 """
@@ -73,7 +73,7 @@ def raise_if_unfinished(
 def raise_if_failed(report_dir: str, stream, target: str) -> None:
     """Raise LaunchError for the rank that failed first, with its last lines.
 
-    A rank that raised leaves a timestamped record. A rank killed by a signal leaves none, and its
+    A rank that raised leaves a timestamped record. A rank killed by a signal leaves only its watcher's record of the signal, and its
     peers then fail with "connection closed": torchrun's root cause names it, and it comes first.
     A rank that failed only because its peer's connection closed (the peer timed out in a
     collective, say, and gloo dropped the link before the peer's record was written) is a
@@ -85,17 +85,16 @@ def raise_if_failed(report_dir: str, stream, target: str) -> None:
     )
     recorded = [f["rank"] for f in failures]
     log = "\n".join(stream.log)
+    deaths = {**signal_deaths(stream.agent), **recorded_deaths(report_dir)}
     killed = {
-        r: sig
-        for r, sig in signal_deaths(stream.agent).items()
-        if r not in recorded and sig != "SIGTERM"
+        r: sig for r, sig in deaths.items() if r not in recorded and sig != "SIGTERM"
     }  # SIGTERM: torchrun stopping the rest
     if killed:
         rank = min(killed)
         also = f" (then rank(s) {sorted(recorded)} lost it)" if recorded else ""
         raise LaunchError(
             f"rank {rank} died: killed by {killed[rank]}{also}; its last lines:\n"
-            f"{last_lines(stream, rank)}",
+            f"{crash_lines(stream, rank)}",
             rank=rank,
             log=log,
         )
@@ -131,6 +130,18 @@ def last_lines(stream, rank: int | None) -> str:
     return tail or "(none: nothing was printed)"
 
 
+def crash_lines(stream, rank: int) -> str:
+    """A rank's last lines after a fatal signal: faulthandler's dump without the frames of
+    torch, Python's runpy and multiprocessing, and the launcher (LIBRARY)."""
+    lines = [
+        line
+        for line in stream.last.get(rank, [])
+        if not line.startswith("Extension modules:")
+        and not ((m := FRAME.match(line)) and any(x in m["file"] for x in LIBRARY))
+    ]
+    return "\n".join(lines[-TAIL_LINES:]).strip() or last_lines(stream, rank)
+
+
 MISMATCH = re.compile(
     r"Rank (\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(\d+), "
     r"OpType=(\w+), TensorShape=(\[[^\]]*\])"
@@ -159,6 +170,13 @@ def signal_deaths(agent_lines: list[str]) -> dict[int, str]:
     return {int(rank): sig for rank, sig in re.findall(pattern, "\n".join(agent_lines))}
 
 
+def recorded_deaths(report_dir: str) -> dict[int, str]:
+    """Ranks their watcher saw ended by a signal (zerobook.rank_entry), e.g. {1: "SIGKILL"}:
+    torchrun's summary of ranks it forked names only the first failure it saw."""
+    records = (read_json(p) for p in Path(report_dir).glob("rank*.signal.json"))
+    return {r["rank"]: r["signal"] for r in records}
+
+
 def root_cause(agent_lines: list[str]) -> tuple[int | None, str]:
     """The rank torchrun names under 'Root Cause', and how it died (a signal leaves no record)."""
     text = "\n".join(agent_lines)
@@ -182,6 +200,7 @@ LIBRARY = (
     "runpy",
     "/zerobook/rank_entry.py",
     "/site-packages/",
+    "/multiprocessing/",  # a forked rank's stack holds torchrun's agent's frames below its own
 )
 DUMP_START = (
     "Current thread ",

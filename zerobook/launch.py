@@ -4,7 +4,8 @@
     result.ranks[2]["total"]
 
 Runs `sys.executable -m torch.distributed.run --standalone --nproc-per-node N` with
-OMP_NUM_THREADS=1, streams each rank's output live, tagged `[rankR]`, and returns what each rank
+OMP_NUM_THREADS=1; torchrun forks the ranks from its agent, which has imported torch once
+(`--start-method fork --run-path zerobook/rank_entry.py`: zerobook.rank_entry says why), streams each rank's output live, tagged `[rankR]`, and returns what each rank
 passed to `zb.report`. Any failure raises `LaunchError` naming the rank that failed first; no
 process of the run outlives the call (a crash, a timeout and Ctrl-C included).
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
 from zerobook.failures import (TAIL_LINES, LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed, raise_if_unfinished, read_json,
                                timeout_message)
-from zerobook.lifetime import die_with_parent
+from zerobook.lifetime import RANK_NAME, die_with_parent
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
@@ -76,12 +77,16 @@ def resolve_target(target: str | os.PathLike) -> str:
     return text
 
 
+RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))
+
+
 def torchrun_command(target: str, nproc: int, args, log_dir: str, max_restarts: int = 0) -> list[str]:
-    """The exact command line: torchrun as a module of this interpreter, never a PATH binary."""
+    """The exact command line: torchrun as a module of this interpreter, never a PATH binary;
+    its agent forks the ranks, which run zerobook.rank_entry in the agent's interpreter."""
     restarts = [f"--max-restarts={max_restarts}"] if max_restarts else []
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc-per-node={nproc}", *restarts, "--tee=3", f"--log-dir={log_dir}",
-            "-m", "zerobook.rank_entry", target, *[str(a) for a in args]]
+            "--start-method=fork", "--run-path", RANK_ENTRY, target, *[str(a) for a in args]]
 
 
 def run_env(report_dir: str, run_id: str, debug: bool, collective_timeout, extra) -> dict:
@@ -199,9 +204,8 @@ def _dump_stacks(run_id: str, proc: subprocess.Popen, stream, wait: float = 1.5)
 
     for p in psutil.process_iter():
         try:
-            command = p.cmdline()
-            if _belongs(p, run_id) and "zerobook.rank_entry" in command and "torch.distributed.run" not in command:
-                p.send_signal(signal.SIGUSR1)  # a rank (torchrun's own command line names rank_entry too)
+            if _belongs(p, run_id) and p.name() == RANK_NAME.decode():
+                p.send_signal(signal.SIGUSR1)  # a rank: forked from the agent, named by rank_entry
         except Exception:  # noqa: BLE001 - gone meanwhile
             pass
     try:

@@ -42,3 +42,13 @@ def die_with_parent(signal_number: int, parent: int | None = None) -> bool:
     ):  # it died before the request was made
         os.kill(os.getpid(), signal_number)
     return True
+
+
+PR_SET_NAME = 15
+RANK_NAME = b"zerobook-rank"  # a rank's name in `ps` and psutil's name(): how a launcher finds it
+
+
+def name_rank() -> bool:
+    """Name this process `zerobook-rank` (prctl PR_SET_NAME): torchrun forks the ranks from its
+    agent, so their command lines are the agent's and only the name tells them apart."""
+    return _PRCTL is not None and _PRCTL(PR_SET_NAME, RANK_NAME, 0, 0, 0) == 0

@@ -1,6 +1,16 @@
 """What each rank runs under `zb.torchrun`: the target script or module, with its failure recorded.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.rank_entry TARGET [ARGS...]
+    python -m torch.distributed.run --standalone --nproc-per-node 4 --start-method fork \
+        --run-path .../zerobook/rank_entry.py TARGET [ARGS...]
+
+torchrun's `--run-path` runs this file in each rank with `runpy.run_path`, and `--start-method
+fork` starts the ranks by forking its agent, which has imported torch already: a rank starts in
+milliseconds instead of importing torch again (~1.4 CPU-seconds a rank). `main` gives the rank
+the signal handlers a fresh interpreter has (not the agent's) and forks it once more, from a
+watcher that waits for it: torchrun's summary of forked ranks names only the first failure it
+saw, so the watcher records the signal that ended its rank, if one did. The rank runs its exit
+handlers before it leaves by `os._exit` (which would skip them).
+(`python -m torch.distributed.run ... -m zerobook.rank_entry TARGET` runs it the usual way too.)
 
 TARGET is a module name (`zerobook.runs.hello`) or a path to a `.py` file. When it returns, this
 rank writes its finish token (read and deleted before the target ran), so that the launcher can
@@ -12,6 +22,7 @@ mid-collective must not hang in the process group's shutdown.
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import os
 import runpy
@@ -20,12 +31,13 @@ import sys
 import traceback
 import warnings
 
-from zerobook.lifetime import die_with_parent
+from zerobook.lifetime import die_with_parent, name_rank
 from zerobook.dist import (
     flush_streams,
     forget_failure,
     mark_finished,
     record_failure,
+    record_signal_death,
     take_token,
 )
 
@@ -101,20 +113,67 @@ def fail(
     os._exit(code)
 
 
+def fresh_signals() -> None:
+    """The handlers a new interpreter has: a forked rank inherits the agent's, which turn
+    SIGTERM into an exception (the rank would record being stopped as its own failure)."""
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+PASSED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+
+
 def main(argv: list[str]) -> None:
+    """Fork the rank from a watcher: the rank runs TARGET, the watcher waits for it."""
     if not argv:
         sys.exit("usage: python -m zerobook.rank_entry TARGET [ARGS...]")
+    fresh_signals()
+    die_with_parent(signal.SIGKILL)  # torchrun's agent killed outright: nobody stops us
+    forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
+    child = os.fork()
+    if child:
+        watch(child)
+    else:
+        die_with_parent(signal.SIGKILL)  # its watcher gone
+        run_rank(argv)
+
+
+def watch(child: int) -> None:
+    """The rank's parent: pass torchrun's signals on, wait, and end as the rank ended. A rank
+    a signal ended is recorded first (torchrun's summary of the ranks it forked names only the
+    first failure it saw, often a peer that merely lost this one); a clean end returns."""
+
+    def pass_on(number, _frame):
+        try:
+            os.kill(child, number)
+        except ProcessLookupError:
+            pass
+
+    for number in PASSED_ON:
+        signal.signal(number, pass_on)
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        record_signal_death(signal.Signals(number).name)
+        faulthandler.disable()
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    code = os.waitstatus_to_exitcode(status)
+    if code:
+        os._exit(code)
+
+
+def run_rank(argv: list[str]) -> None:
+    """Run TARGET as this rank; leave by os._exit, recording any failure first."""
+    name_rank()
     token = take_token()  # first: the target's code must not find it
-    die_with_parent(
-        signal.SIGKILL
-    )  # torchrun's agent gone (killed outright): nobody is left to stop this rank
     faulthandler.register(
         signal.SIGUSR1, all_threads=True
     )  # the launcher's "where are you?" at a timeout
     warnings.filterwarnings(
         "ignore", message=RENAMED_COLLECTIVES, category=FutureWarning
     )
-    forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
     try:
         run_target(argv[0], argv[1:])
         verify_report()
@@ -132,7 +191,10 @@ def main(argv: list[str]) -> None:
             1,
             collective_of(exc),
         )
+    atexit._run_exitfuncs()  # zerobook.dist's teardown among them: os._exit skips them
     mark_finished(token)
+    flush_streams()
+    os._exit(0)
 
 
 if __name__ == "__main__":
