@@ -90,9 +90,17 @@ def test_each_page_offers_its_notebook_for_download():
 
 
 @needs_book
-def test_citations_resolve_into_the_bibliography():
-    assert "Rajbhandari" in page_html("book/references")
-    assert 'href="references.html#id' in page_html("book/intro")
+def test_citations_link_the_work_and_the_references_list_it_under_that_name():
+    """A citation is a link to the work named by author and year (it reads the same in
+    JupyterLab); the References page lists the work under that name (book/_ext/author_year)."""
+    intro = page_html("book/intro")
+    assert re.search(
+        r'href="https://arxiv\.org/abs/1910\.02054"[^>]*>Rajbhandari et al\., 2020<',
+        intro,
+    )
+    references = re.sub(r"<[^>]+>", "", page_html("book/references"))
+    assert "[Rajbhandari et al., 2020]" in references
+    assert "[Patarasuk and Yuan, 2009]" in references
 
 
 def test_a_notebook_that_raises_fails_the_build(tmp_path):

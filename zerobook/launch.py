@@ -33,6 +33,7 @@ from zerobook.failures import (TAIL_LINES, LaunchError, LaunchInterrupted, issue
 from zerobook.lifetime import RANK_NAME, die_with_parent
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
+RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchrun --run-path's
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
 RANK_LINE = re.compile(r"^\[default(\d+)\]:(.*)$")  # torchrun --tee tags lines with the local rank
 MAX_LINE_CHARS = 2_000  # a longer line is cut, saying how much was cut
@@ -75,9 +76,6 @@ def resolve_target(target: str | os.PathLike) -> str:
     if not found:
         raise LaunchError(f"zb.torchrun: {text!r} is neither a .py file nor an importable module")
     return text
-
-
-RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))
 
 
 def torchrun_command(target: str, nproc: int, args, log_dir: str, max_restarts: int = 0) -> list[str]:
