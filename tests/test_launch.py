@@ -351,3 +351,17 @@ def test_a_flood_of_output_is_cut_and_says_so(unique_target, capsys):
     for i in range(100_000):
         stream.add(f"[default0]:line {i}")
     assert stream.tail(0).endswith("line 99999")
+
+
+def test_ranks_are_forked_from_the_agent_with_a_fresh_interpreters_signals():
+    """torchrun's agent has imported torch; its ranks are forks of it (`--start-method fork
+    --run-path`), each under a watcher, with the signal handlers a new interpreter has."""
+    result = zb.torchrun(ROOT / "tests/targets/rank_origin.py", nproc=2, echo=False)
+    for rank in result.ranks:
+        assert (
+            "torch.distributed.run" in rank["cmdline"]
+        )  # the agent's: forked, not run
+        assert "--start-method=fork" in rank["cmdline"]
+        assert rank["torch_preloaded"]
+        assert rank["name"] == "zerobook-rank" != rank["parent_name"]  # its watcher
+        assert rank["sigterm_default"] and rank["sigint_python"]
