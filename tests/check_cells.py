@@ -6,7 +6,8 @@ code that checks it (asserts, glue) one click away, behind a "Checked by code" t
 
 A cell is a check when at least half of its code lines are statements that check or glue: `assert`,
 `glue(...)`, an import of glue or pytest, or a loop or `if` of only those (and assignments they read). Such a cell is tagged `hide-input` with its toggle
-named CHECKED (myst-nb's cell-level `code_prompt_show`): its output stays in view. A test keeps every
+named CHECKED (myst-nb's cell-level `code_prompt_show`) and collapsed in JupyterLab
+(`jupyter.source_hidden`): its output stays in view. A test keeps every
 chapter so (tests/test_notebooks.py).
 """
 
@@ -174,11 +175,18 @@ def is_check_cell(cell: dict) -> bool:
     )
 
 
-def is_folded(cell: dict) -> bool:
+def is_marked(cell: dict) -> bool:
+    """Folded in the book: tagged `hide-input` with the CHECKED toggle."""
     prompts = {
         k: v for k, v in cell["metadata"].get("mystnb", {}).items() if k in CHECKED
     }
     return "hide-input" in cell["metadata"].get("tags", []) and prompts == CHECKED
+
+
+def is_folded(cell: dict) -> bool:
+    """Folded in the book and collapsed in JupyterLab."""
+    hidden = cell["metadata"].get("jupyter", {}).get("source_hidden") is True
+    return is_marked(cell) and hidden
 
 
 def dump(notebook: dict, like: str) -> str:
@@ -195,7 +203,7 @@ def fold(path: Path) -> int:
     notebook, changed = json.loads(text), 0
     for cell in notebook["cells"]:
         want, meta = is_check_cell(cell), cell["metadata"]
-        if want == is_folded(cell):
+        if want == is_folded(cell) and (want or not is_marked(cell)):
             continue
         tags = [t for t in meta.get("tags", []) if t != "hide-input"]
         meta["tags"], changed = tags + ["hide-input"] if want else tags, changed + 1
@@ -203,9 +211,18 @@ def fold(path: Path) -> int:
             k: v for k, v in meta.get("mystnb", {}).items() if k not in CHECKED
         }  # a figure's caption stays
         meta["mystnb"] = {**others, **CHECKED} if want else others
-        for key in ("tags", "mystnb"):
+        meta["jupyter"] = {  # collapsed in JupyterLab too: "..." until clicked
+            **{
+                k: v for k, v in meta.get("jupyter", {}).items() if k != "source_hidden"
+            },
+            **({"source_hidden": True} if want else {}),
+        }
+        for key in ("tags", "mystnb", "jupyter"):
             if not meta[key]:
                 del meta[key]
+        cell["metadata"] = json.loads(
+            json.dumps(meta, sort_keys=True)
+        )  # as Jupyter saves
     if changed:
         path.write_text(dump(notebook, text))
     return changed

@@ -335,17 +335,24 @@ def check_answers(b):
     assert len(answers) == 4, len(answers)
     assert not [a for a in answers if a.get_attribute("open")]
     shoot(b, "answers-folded", answers[0])
-    hidden = [
+    collapsed = [
         c
         for c in b.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")
         if c.find_elements(By.CSS_SELECTOR, ".jp-InputPlaceholder")
     ]
-    assert (
-        len(hidden) == 1
-        and hidden[0]
-        .find_element(By.CSS_SELECTOR, ".jp-InputPlaceholder")
-        .is_displayed()
+    cells = nbformat.read(ROOT / "chapters" / f"{CHAPTER}.ipynb", 4).cells
+    checks = [c for c in cells if "hide-input" in c.metadata.get("tags", [])]
+    assert checks and len(collapsed) == 1 + len(checks)  # the answers' cell, the checks
+    assert all(
+        c.find_element(By.CSS_SELECTOR, ".jp-InputPlaceholder").is_displayed()
+        for c in collapsed
     )
+    hidden = [
+        c
+        for c in collapsed
+        if c.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output details")
+    ]  # the cell that computes the answers (zerobook.answers folds each value)
+    assert len(hidden) == 1
     assert 'glue("ex1' not in b.find_element(By.CSS_SELECTOR, ".jp-Notebook").text
     shoot(b, "answer-cell-collapsed", hidden[0])
     answers[0].find_element(By.TAG_NAME, "summary").click()
