@@ -211,13 +211,18 @@ def test_interrupt_kills_the_whole_run(unique_target):
     assert f"SHOWN: ['interrupted: stopped all 2 ranks of {script}']" in rest
 
 
-def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target):
+def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target, tmp_path):
     """SIGKILL runs no cleanup in the notebook's process: the agent and the ranks go anyway
-    (zerobook.lifetime: parent-death signals)."""
+    (zerobook.lifetime: parent-death signals). Its run's folder cannot be removed by it: it
+    is made in this test's own temporary folder, not the system's."""
     script = unique_target("wait_forever.py")
     code = f"import zerobook as zb\nzb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)"
     parent = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, TMPDIR=str(tmp_path)),
     )
     for line in parent.stdout:  # wait until the ranks are up
         if "[zerobook] backend=" in line:
