@@ -359,14 +359,13 @@ def test_a_flood_of_output_is_cut_and_says_so(unique_target, capsys):
 
 
 def test_ranks_are_forked_from_the_agent_with_a_fresh_interpreters_signals():
-    """torchrun's agent has imported torch; its ranks are forks of it (`--start-method fork
-    --run-path`), each under a watcher, with the signal handlers a new interpreter has."""
+    """torchrun's agent has imported torch and torch._dynamo; its ranks are forks of it
+    (`--start-method fork --run-path`), each under a watcher, with the signal handlers a new
+    interpreter has."""
     result = zb.torchrun(ROOT / "tests/targets/rank_origin.py", nproc=2, echo=False)
     for rank in result.ranks:
-        assert (
-            "torch.distributed.run" in rank["cmdline"]
-        )  # the agent's: forked, not run
-        assert "--start-method=fork" in rank["cmdline"]
-        assert rank["torch_preloaded"]
+        command = " ".join(rank["cmdline"])  # the agent's: forked, not run
+        assert "torch.distributed.run" in command and "--start-method=fork" in command
+        assert rank["torch_preloaded"] and rank["dynamo_preloaded"]
         assert rank["name"] == "zerobook-rank" != rank["parent_name"]  # its watcher
         assert rank["sigterm_default"] and rank["sigint_python"]

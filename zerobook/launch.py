@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import select
 import signal
 import subprocess
@@ -28,12 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
-from zerobook.failures import (TAIL_LINES, LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed, raise_if_unfinished, read_json,
-                               timeout_message)
+from zerobook.failures import (TAIL_LINES, LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
+                               raise_if_unfinished, read_json, timeout_message)
 from zerobook.lifetime import RANK_NAME, die_with_parent
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchrun --run-path's
+PRELOAD_AND_RUN_TORCHRUN = ("import torch._dynamo, runpy; runpy.run_module('torch.distributed.run', "
+                            "run_name='__main__', alter_sys=True)")  # = -m, after torch.optim's import
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
 RANK_LINE = re.compile(r"^\[default(\d+)\]:(.*)$")  # torchrun --tee tags lines with the local rank
 MAX_LINE_CHARS = 2_000  # a longer line is cut, saying how much was cut
@@ -79,10 +82,9 @@ def resolve_target(target: str | os.PathLike) -> str:
 
 
 def torchrun_command(target: str, nproc: int, args, log_dir: str, max_restarts: int = 0) -> list[str]:
-    """The exact command line: torchrun as a module of this interpreter, never a PATH binary;
-    its agent forks the ranks, which run zerobook.rank_entry in the agent's interpreter."""
+    """torchrun's main in this interpreter (never a PATH binary), whose agent forks the ranks."""
     restarts = [f"--max-restarts={max_restarts}"] if max_restarts else []
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+    return [sys.executable, "-c", PRELOAD_AND_RUN_TORCHRUN, "--standalone",
             f"--nproc-per-node={nproc}", *restarts, "--tee=3", f"--log-dir={log_dir}",
             "--start-method=fork", "--run-path", RANK_ENTRY, target, *[str(a) for a in args]]
 
@@ -146,8 +148,6 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
 
 def _children_cpu() -> float:
     """CPU seconds of this process's finished children (torchrun and the ranks it waited for)."""
-    import resource
-
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 

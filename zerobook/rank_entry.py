@@ -4,10 +4,10 @@
         --run-path .../zerobook/rank_entry.py TARGET [ARGS...]
 
 torchrun's `--run-path` runs this file in each rank with `runpy.run_path`, and `--start-method
-fork` starts the ranks by forking its agent, which has imported torch already: a rank starts in
-milliseconds instead of importing torch again (~1.4 CPU-seconds a rank). `main` gives the rank
-the signal handlers a fresh interpreter has (not the agent's) and forks it once more, from a
-watcher that waits for it: torchrun's summary of forked ranks names only the first failure it
+fork` starts the ranks by forking its agent, which has imported torch and torch._dynamo already
+(zerobook.launch): a rank starts in milliseconds instead of importing them again (~2.4 CPU-s).
+`main` gives the rank the signal handlers a fresh interpreter has (not the agent's) and forks it
+once more, from a watcher that waits for it: torchrun's summary of forked ranks names only the first failure it
 saw, so the watcher records the signal that ended its rank, if one did. The rank runs its exit
 handlers before it leaves by `os._exit` (which would skip them).
 (`python -m torch.distributed.run ... -m zerobook.rank_entry TARGET` runs it the usual way too.)
