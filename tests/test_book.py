@@ -163,6 +163,14 @@ return {page: document.scrollingElement.scrollWidth, window: window.innerWidth,
 """
 
 
+SETTLE = (  # the page at rest: every transition and animation ended, colours and layout final
+    "const s = document.createElement('style');"
+    "s.textContent = '*, *::before, *::after {transition: none !important; "
+    "animation: none !important}';"
+    "document.head.appendChild(s);"
+)
+
+
 def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
     """The whole page, top to bottom, at the window's width (Chromium's DevTools protocol): PATH,
     then PATH_2, PATH_3, ... for each further `tile` pixels of a long page. Returns the files."""
@@ -170,11 +178,9 @@ def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
 
     # the theme slides its sidebar in after a resize: end every transition first, so the picture
     # is the page at rest (a shot taken mid-slide showed the article cut at the left)
+    browser.execute_script(SETTLE)
     browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "const s = document.createElement('style');"
-        "s.textContent = '*, *::before, *::after {transition: none !important; animation: none !important}';"
-        "document.head.appendChild(s);"
         "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));"
     )
     size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]

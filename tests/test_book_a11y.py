@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from browser import driver
-from test_book import HTML, WIDTHS, load, needs_book, page_html, pages
+from test_book import HTML, SETTLE, WIDTHS, load, needs_book, page_html, pages
 
 pytestmark = pytest.mark.book
 
@@ -35,19 +35,12 @@ def browser(tmp_path_factory):
     session.quit()
 
 
-SETTLED = """
-const style = document.createElement("style");
-style.textContent = "*, *::before, *::after {transition: none !important; animation: none !important}";
-document.head.appendChild(style);
-"""  # the colours a reader sees once the page has settled, not midway through a transition
-
-
 def axe_violations(browser, options: dict) -> list[dict]:
     """Run the vendored axe-core on the page open in `browser`, its colours settled (under
     load, axe once flagged the dark theme's search button on one page, which passes alone:
     most likely a colour read before its transition ended); its violations, each with the
     rule, the impact and the CSS paths of the elements at fault."""
-    browser.execute_script(SETTLED)
+    browser.execute_script(SETTLE)
     browser.execute_script((AXE / "axe.min.js").read_text())
     return browser.execute_async_script(RUN_AXE, options)
 

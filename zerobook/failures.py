@@ -1,9 +1,10 @@
 """How a launched run failed, in words: the rank that failed first, and why.
 
 A rank that raised leaves a timestamped record (zerobook.dist.record_failure); one killed by a
-signal cannot, but its watcher records the signal (zerobook.rank_entry); a rank that only lost its peer is a
-consequence, not a cause. `raise_if_failed` turns that into one LaunchError naming the rank, with
-its traceback or last lines; mismatched or stuck collectives are named (`explain`).
+signal cannot, but its watcher records the signal (zerobook.rank_entry); a rank that only lost
+its peer is a consequence, not a cause. `raise_if_failed` turns that into one LaunchError naming
+the rank, with its traceback or last lines; mismatched or stuck collectives are named
+(`explain`).
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ def raise_if_unfinished(
 def raise_if_failed(report_dir: str, stream, target: str) -> None:
     """Raise LaunchError for the rank that failed first, with its last lines.
 
-    A rank that raised leaves a timestamped record. A rank killed by a signal leaves only its watcher's record of the signal, and its
-    peers then fail with "connection closed": torchrun's root cause names it, and it comes first.
+    A rank that raised leaves a timestamped record. A rank killed by a signal leaves only its
+    watcher's record of the signal (or torchrun's root cause names it), and its peers then fail
+    with "connection closed": the killed rank comes first.
     A rank that failed only because its peer's connection closed (the peer timed out in a
     collective, say, and gloo dropped the link before the peer's record was written) is a
     consequence: it counts as first only if no other rank recorded a failure.
@@ -137,7 +139,7 @@ def crash_lines(stream, rank: int) -> str:
         line
         for line in stream.last.get(rank, [])
         if not line.startswith("Extension modules:")
-        and not ((m := FRAME.match(line)) and any(x in m["file"] for x in LIBRARY))
+        and not library_frame(FRAME.match(line))
     ]
     return "\n".join(lines[-TAIL_LINES:]).strip() or last_lines(stream, rank)
 
@@ -208,14 +210,15 @@ DUMP_START = (
 )  # faulthandler's first line of each thread
 
 
+def library_frame(match) -> bool:
+    """A faulthandler frame (a FRAME match, or None) in torch, Python's machinery or the launcher."""
+    return match is not None and any(x in match["file"] for x in LIBRARY)
+
+
 def where_stuck(lines: list[str]) -> str:
     """From a rank's faulthandler dump (most recent call first): its innermost frames outside
     torch and the launcher, as "file:line in function", or "" if it printed none."""
-    frames = [
-        m
-        for m in map(FRAME.match, lines)
-        if m and not any(x in m["file"] for x in LIBRARY)
-    ]
+    frames = [m for m in map(FRAME.match, lines) if m and not library_frame(m)]
     inner = list(
         dict.fromkeys(
             f"{m['file'].rsplit('/', 1)[-1]}:{m['line']} in {m['function']}"
