@@ -108,3 +108,11 @@ def search_finished(browser, timeout: float = 20) -> None:
             in "".join(e.text for e in b.find_elements("css selector", summary))
         )
     )
+
+
+SETTLE = (  # the page at rest: every transition and animation ended, colours and layout final
+    "const s = document.createElement('style');"
+    "s.textContent = '*, *::before, *::after {transition: none !important; "
+    "animation: none !important}';"
+    "document.head.appendChild(s);"
+)

@@ -12,7 +12,14 @@ import sys
 
 import pytest
 
-from browser import driver, leaves_the_machine, requested_urls, search_finished
+from a11y import CONTRAST, WCAG21_AA, forget_theme, serious_violations, switch_to_dark
+from browser import (
+    SETTLE,
+    driver,
+    leaves_the_machine,
+    requested_urls,
+    search_finished,
+)
 from conftest import ROOT
 from test_notebooks import toc_files
 
@@ -163,14 +170,6 @@ return {page: document.scrollingElement.scrollWidth, window: window.innerWidth,
 """
 
 
-SETTLE = (  # the page at rest: every transition and animation ended, colours and layout final
-    "const s = document.createElement('style');"
-    "s.textContent = '*, *::before, *::after {transition: none !important; "
-    "animation: none !important}';"
-    "document.head.appendChild(s);"
-)
-
-
 def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
     """The whole page, top to bottom, at the window's width (Chromium's DevTools protocol): PATH,
     then PATH_2, PATH_3, ... for each further `tile` pixels of a long page. Returns the files."""
@@ -194,7 +193,9 @@ def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
             "scale": 1,
         }
         shot = browser.execute_cdp_cmd(
-            "Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip}
+            "Page.captureScreenshot",
+            # optimizeForSpeed: a faster PNG encoding (a larger file), the same pixels
+            {"captureBeyondViewport": True, "clip": clip, "optimizeForSpeed": True},
         )
         files.append(path.with_name(f"{path.stem}_{k + 1}.png") if k else path)
         files[-1].write_bytes(base64.b64decode(shot["data"]))
@@ -204,13 +205,16 @@ def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
 @needs_book
 @pytest.mark.parametrize("width", WIDTHS.values(), ids=WIDTHS.keys())
 @pytest.mark.parametrize("page", pages())
-def test_page_renders_offline_and_fits_its_width_without_console_errors(
+def test_each_page_renders_offline_fits_its_width_and_passes_axe_light_and_dark(
     page, width, browser
 ):
-    """No request leaves the machine (tests/test_book_a11y.py also reads every built file for
-    what it would load), no console error, the theme and the math rendered; at a
-    desktop's and a phone's width the page never scrolls sideways and no code or output line is
-    wider than the column; the whole page saved for review in _build/screenshots."""
+    """Each page as a reader meets it, at a desktop's and a phone's width, loaded once: no
+    request leaves the machine (tests/test_book_a11y.py also reads every built file for what
+    it would load), no console error, the theme and the math rendered; the page never scrolls
+    sideways and no code or output line is wider than the column; the whole page saved for
+    review in _build/screenshots; axe-core finds no serious or critical WCAG 2.1 A/AA
+    violation in the light theme a reader meets first, and at a desktop's width, once the
+    theme's switch has made it dark, its text (captions and outputs too) keeps AA contrast."""
     browser.set_window_size(width, 1000)
     try:
         dom = load(browser, f"{page}.html")
@@ -236,7 +240,14 @@ def test_page_renders_offline_and_fits_its_width_without_console_errors(
         # the screenshot rendered the whole page: what loads late (lazy images, below the fold) too
         late = [u for u in requested_urls(browser) if leaves_the_machine(u)]
         assert not late, f"{page} asked the network for {late} once scrolled through"
+        found = serious_violations(browser, WCAG21_AA)
+        assert not found, f"{page} at {width} px: {found}"
+        if width == WIDTHS["desktop"]:
+            assert switch_to_dark(browser) == "dark"
+            found = serious_violations(browser, CONTRAST)
+            assert not found, f"{page} in the dark theme: {found}"
     finally:
+        forget_theme(browser)
         browser.set_window_size(1280, 1600)
 
 

@@ -1,61 +1,25 @@
-"""The built book for every reader: axe-core on every page, figures described, nothing loaded
-from another host (`make book` first; the browser tests skip without Chromium, as in
+"""The built book for every reader: figures described, nothing loaded from another host (axe-core
+runs on every page in tests/test_book.py) (`make book` first; the browser tests skip without Chromium, as in
 tests/test_book.py)."""
 
 import hashlib
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from a11y import AXE
 from browser import driver
-from test_book import HTML, SETTLE, WIDTHS, load, needs_book, page_html, pages
+from test_book import HTML, WIDTHS, load, needs_book, page_html, pages
 
 pytestmark = pytest.mark.book
-
-AXE = Path(__file__).parent / "axe"
-# WCAG 2.1 level A and AA: what public universities must meet for course material.
-WCAG21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-RUN_AXE = """
-const [options, done] = [arguments[0], arguments[arguments.length - 1]];
-axe.run(document, options).then(
-  (r) => done(r.violations.map((v) => ({rule: v.id, impact: v.impact,
-                                        where: v.nodes.map((n) => n.target.join(" "))}))),
-  (e) => done([{rule: "axe failed", impact: "critical", where: [String(e)]}]));
-"""
-SERIOUS = {"serious", "critical"}
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     session = driver(tmp_path_factory.mktemp("profile"))
-    session.set_script_timeout(120)
     yield session
     session.quit()
-
-
-def axe_violations(browser, options: dict) -> list[dict]:
-    """Run the vendored axe-core on the page open in `browser`, its colours settled (under
-    load, axe once flagged the dark theme's search button on one page, which passes alone:
-    most likely a colour read before its transition ended); its violations, each with the
-    rule, the impact and the CSS paths of the elements at fault."""
-    browser.execute_script(SETTLE)
-    browser.execute_script((AXE / "axe.min.js").read_text())
-    return browser.execute_async_script(RUN_AXE, options)
-
-
-def serious(found: dict) -> dict:
-    """{page: ["rule (impact): where, ..."]} for the serious and critical violations."""
-    return {
-        page: [
-            f"{v['rule']} ({v['impact']}): {', '.join(v['where'][:3])}"
-            for v in violations
-            if v["impact"] in SERIOUS
-        ]
-        for page, violations in found.items()
-        if any(v["impact"] in SERIOUS for v in violations)
-    }
 
 
 def test_the_vendored_axe_core_is_the_release_its_readme_names():
@@ -65,51 +29,6 @@ def test_the_vendored_axe_core_is_the_release_its_readme_names():
     assert digest in readme
     assert (AXE / "axe.min.js").read_text()[:40].startswith(f"/*! axe v{version}")
     assert "Mozilla Public License" in (AXE / "LICENSE").read_text()
-
-
-@needs_book
-@pytest.mark.parametrize("width", WIDTHS.values(), ids=WIDTHS.keys())
-def test_axe_finds_nothing_serious_on_any_page(width, browser):
-    """Every page of the table of contents, at a desktop's and a phone's width, in the
-    light theme a reader meets first: no serious or critical WCAG 2.1 A/AA violation.
-    One browser, the pages in a loop (a page is loaded, then axe runs on it)."""
-    options = {
-        "runOnly": {"type": "tag", "values": WCAG21_AA},
-        "resultTypes": ["violations"],
-    }
-    browser.set_window_size(width, 1000)
-    found = {}
-    for page in pages():
-        load(browser, f"{page}.html")
-        found[page] = axe_violations(browser, options)
-    assert not serious(found), serious(found)
-
-
-@needs_book
-def test_text_keeps_its_contrast_in_the_dark_theme(browser):
-    """The theme's switch gives every page a dark mode: its text (captions and outputs too)
-    keeps WCAG AA contrast there (axe's color-contrast rule, at a desktop's width)."""
-    options = {
-        "runOnly": {"type": "rule", "values": ["color-contrast"]},
-        "resultTypes": ["violations"],
-    }
-    browser.set_window_size(WIDTHS["desktop"], 1000)
-    load(browser, "book/intro.html")
-    browser.execute_script(
-        "localStorage.setItem('mode', 'dark')"
-    )  # the switch's choice
-    found = {}
-    try:
-        for page in pages():
-            load(browser, f"{page}.html")
-            assert (
-                browser.execute_script("return document.documentElement.dataset.theme")
-                == "dark"
-            )
-            found[page] = axe_violations(browser, options)
-    finally:
-        browser.execute_script("localStorage.removeItem('mode')")
-    assert not serious(found), serious(found)
 
 
 class Figures(HTMLParser):

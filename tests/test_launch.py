@@ -60,9 +60,9 @@ def test_output_is_free_of_torchrun_banners_and_rename_warnings(hello):
 
 
 def test_the_profilers_own_log_lines_are_kept_out_of_the_output(capsys):
-    from zerobook.launch import _Stream
+    from zerobook.rank_output import RankOutput
 
-    stream = _Stream(echo=True)
+    stream = RankOutput(echo=True)
     stream.add(
         "[default0]:USDT:2026-11-21 18:40:40 7234:7234 SyncActivityProfilerHandler.cpp:52] profiler_start"
     )
@@ -74,9 +74,9 @@ def test_the_profilers_own_log_lines_are_kept_out_of_the_output(capsys):
 def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_are_shown(
     capsys,
 ):
-    from zerobook.launch import _Stream
+    from zerobook.rank_output import RankOutput
 
-    stream = _Stream(echo=True)
+    stream = RankOutput(echo=True)
     noise = (
         "[W1125 08:00:13.680213777 socket.cpp:207] [c10d] The hostname of the client socket "
         "cannot be retrieved. err=-3"
@@ -229,6 +229,7 @@ def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target, tmp_
             break
     time.sleep(1)
     assert len(processes_running(str(script))) >= 3  # torchrun and its two ranks
+    family = psutil.Process(parent.pid).children(recursive=True)  # its zygote too
     parent.kill()
     parent.wait(timeout=10)
     deadline = (
@@ -237,6 +238,7 @@ def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target, tmp_
     while processes_running(str(script)) and time.monotonic() < deadline:
         time.sleep(0.2)
     left = processes_running(str(script))
+    left += psutil.wait_procs(family, timeout=max(0, deadline - time.monotonic()))[1]
     for p in left:  # a failing run must not leave them to the next test
         p.kill()
     assert left == []
@@ -292,7 +294,7 @@ def test_a_rank_that_only_lost_its_peer_is_not_named_first(tmp_path):
     """The peer timed out and gloo closed the link before the peer's record was written: the rank
     that saw "Connection closed by peer" recorded first, but the cause is the other rank."""
     from zerobook.failures import raise_if_failed
-    from zerobook.launch import _Stream
+    from zerobook.rank_output import RankOutput
 
     records = [
         (0, 1.0, "RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:1"),
@@ -315,7 +317,7 @@ def test_a_rank_that_only_lost_its_peer_is_not_named_first(tmp_path):
             )
         )
     with pytest.raises(zb.LaunchError) as caught:
-        raise_if_failed(str(tmp_path), _Stream(echo=False), "target")
+        raise_if_failed(str(tmp_path), RankOutput(echo=False), "target")
     assert caught.value.rank == 1
 
 
@@ -340,7 +342,7 @@ def test_a_rank_that_ends_the_process_early_does_not_count_even_with_a_report(
 def test_a_flood_of_output_is_cut_and_says_so(unique_target, capsys):
     """A rank's echoed and kept output is bounded (bytes per rank, characters per line); its last
     lines are still there for an error message."""
-    from zerobook.launch import MAX_LINE_CHARS, MAX_RANK_BYTES, _Stream
+    from zerobook.rank_output import MAX_LINE_CHARS, MAX_RANK_BYTES, RankOutput
 
     script = unique_target("flood.py")
     result = zb.torchrun(str(script), nproc=1, timeout=120)
@@ -352,7 +354,7 @@ def test_a_flood_of_output_is_cut_and_says_so(unique_target, capsys):
     assert "only its last lines are kept" in shown and "line 199999" not in shown
     assert len(shown) < MAX_RANK_BYTES + 10_000
     assert sum(len(line) + 1 for line in result.lines[0]) < MAX_RANK_BYTES
-    stream = _Stream(echo=False)
+    stream = RankOutput(echo=False)
     for i in range(100_000):
         stream.add(f"[default0]:line {i}")
     assert stream.tail(0).endswith("line 99999")

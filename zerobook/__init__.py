@@ -39,6 +39,7 @@ SUBMODULES = {
     "labs",
     # the notebook side
     "launch",
+    "zygote",
     "failures",
     "plots",
     "widgets",

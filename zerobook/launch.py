@@ -5,7 +5,9 @@
 
 Runs `sys.executable -m torch.distributed.run --standalone --nproc-per-node N` with
 OMP_NUM_THREADS=1; torchrun forks the ranks from its agent, which has imported torch once
-(`--start-method fork --run-path zerobook/rank_entry.py`: zerobook.rank_entry says why), streams each rank's output live, tagged `[rankR]`, and returns what each rank
+(`--start-method fork --run-path zerobook/rank_entry.py`: zerobook.rank_entry says why), and the
+agent is forked from this process's zygote, which has imported torch once (zerobook.zygote says
+when); streams each rank's output live, tagged `[rankR]`, and returns what each rank
 passed to `zb.report`. Any failure raises `LaunchError` naming the rank that failed first; no
 process of the run outlives the call (a crash, a timeout and Ctrl-C included).
 """
@@ -15,7 +17,6 @@ import functools
 import importlib.util
 import json
 import os
-import re
 import resource
 import select
 import signal
@@ -24,26 +25,22 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
-from zerobook.failures import (TAIL_LINES, LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
+from zerobook.failures import (LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
                                raise_if_unfinished, read_json, timeout_message)
 from zerobook.lifetime import RANK_NAME, die_with_parent
+from zerobook import zygote
+from zerobook.rank_output import RankOutput
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchrun --run-path's
 PRELOAD_AND_RUN_TORCHRUN = ("import torch._dynamo, runpy; runpy.run_module('torch.distributed.run', "
                             "run_name='__main__', alter_sys=True)")  # = -m, after torch.optim's import
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
-RANK_LINE = re.compile(r"^\[default(\d+)\]:(.*)$")  # torchrun --tee tags lines with the local rank
-MAX_LINE_CHARS = 2_000  # a longer line is cut, saying how much was cut
-MAX_RANK_BYTES = 1_000_000  # what one rank may show and keep; then only its last lines are kept
-LIBRARY_LOG = re.compile(r"^(USDT|STAGE):\S+ \S+ \d+:\d+ \w+\.cpp:\d+\]")  # the profiler's own start/stop log
-NO_HOSTNAME = re.compile(r"^\[W\d+ [\d:.]+ (\d+ )?socket\.cpp:\d+\] \[c10d\] The hostname of the client socket "
-                         r"cannot be retrieved\. err=-?\d+$")  # gloo in a sandbox without DNS (grading): noise
+PER_RUN = {REPORT_DIR_ENV, RUN_ID_ENV, TIMEOUT_ENV, "PYTEST_CURRENT_TEST"}  # read as a run starts
 
 
 @dataclass
@@ -126,7 +123,7 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         run_id = uuid.uuid4().hex
         command = torchrun_command(target, nproc, args, os.path.join(report_dir, "logs"), max_restarts)
         start, cpu = time.monotonic(), _children_cpu()
-        stream = _Stream(echo)
+        stream = RankOutput(echo)
         tokens = issue_tokens(report_dir, nproc, max_restarts + 1)
         environment = run_env(report_dir, run_id, debug, collective_timeout, extra)
         if sandbox is not None:
@@ -147,9 +144,10 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
 
 
 def _children_cpu() -> float:
-    """CPU seconds of this process's finished children (torchrun and the ranks it waited for)."""
+    """CPU seconds of the finished agents (torchrun, with the ranks it waited for): this process's
+    children and its zygote's."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime + zygote.cpu_seconds()
 
 
 def _log_launch(target: str, nproc: int, args, seconds: float, cpu: float) -> None:
@@ -168,9 +166,7 @@ def _log_launch(target: str, nproc: int, args, seconds: float, cpu: float) -> No
 def _run(command, env, run_id, deadline, stream, target, limits=None) -> None:
     """Start torchrun, stream its output until it exits; always leave no process behind.
     limits: called in the child before it runs (a sandbox's per-process limits)."""
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=functools.partial(_agent_preexec, os.getpid(), limits))
+    proc = _start(command, env, limits)
     try:
         _pump(proc, deadline, stream)
     except _TimedOut:
@@ -180,6 +176,18 @@ def _run(command, env, run_id, deadline, stream, target, limits=None) -> None:
         kill_run(run_id, proc)
         proc.stdout.close()
     stream.returncode = proc.returncode
+
+
+def _start(command, env, limits):
+    """torchrun's agent: forked from this process's zygote (torch already imported) where the
+    command is torchrun's own and runs outside any sandbox, else started as the command."""
+    if limits is None and command[:3] == [sys.executable, "-c", PRELOAD_AND_RUN_TORCHRUN]:
+        agent = zygote.start(command, env, PER_RUN)
+        if agent is not None:
+            return agent
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=functools.partial(_agent_preexec, os.getpid(), limits))
 
 
 def _agent_preexec(parent: int, limits) -> None:
@@ -212,7 +220,7 @@ def _dump_stacks(run_id: str, proc: subprocess.Popen, stream, wait: float = 1.5)
         pass
 
 
-def _pump(proc: subprocess.Popen, deadline: float, stream: "_Stream") -> None:
+def _pump(proc: subprocess.Popen, deadline: float, stream: "RankOutput") -> None:
     """Read torchrun's combined output line by line until EOF, or raise _TimedOut."""
     fd, pending = proc.stdout.fileno(), b""
     while True:
@@ -229,45 +237,6 @@ def _pump(proc: subprocess.Popen, deadline: float, stream: "_Stream") -> None:
     if pending:
         stream.add(pending.decode(errors="replace"))
     proc.wait()
-
-
-class _Stream:
-    """Splits torchrun's output by rank, echoes rank lines tagged `[rankR]`, keeps the rest."""
-
-    def __init__(self, echo: bool):
-        self.echo, self.log, self.ranks, self.agent = echo, [], {}, []
-        self.returncode: int | None = None
-        self.shown: dict[int, int] = {}  # bytes of each rank's output shown and kept so far
-        self.last: dict[int, deque] = {}  # each rank's last lines, kept past the limit (for errors)
-
-    def add(self, line: str) -> None:
-        line = line.rstrip("\r")
-        match = RANK_LINE.match(line)
-        if not match:
-            self.agent.append(line)  # torchrun's own banners and summaries: kept, not shown
-            return
-        rank, text = int(match.group(1)), match.group(2)
-        text = re.sub(rf"^\[rank{rank}\]: ?", "", text)  # torch tags some lines itself
-        if LIBRARY_LOG.match(text) or NO_HOSTNAME.match(text):
-            self.agent.append(line)  # kept, not shown, like torchrun's banners
-            return
-        if len(text) > MAX_LINE_CHARS:
-            text = f"{text[:MAX_LINE_CHARS]} ... [{len(text) - MAX_LINE_CHARS:,} more characters cut]"
-        self.last.setdefault(rank, deque(maxlen=200)).append(text)  # a stack dump fits
-        before = self.shown.get(rank, 0)
-        self.shown[rank] = before + len(text) + len(f"[rank{rank}] ") + 1  # as echoed
-        if before > MAX_RANK_BYTES:
-            return
-        if self.shown[rank] > MAX_RANK_BYTES:
-            text = f"[output cut: rank {rank} printed more than {MAX_RANK_BYTES:,} bytes; only its last lines are kept]"
-        self.ranks.setdefault(rank, []).append(text)
-        tagged = f"[rank{rank}] {text}"
-        self.log.append(tagged)
-        if self.echo:
-            print(tagged, flush=True)
-
-    def tail(self, rank: int, n: int = TAIL_LINES) -> str:
-        return "\n".join(list(self.last.get(rank, []))[-n:])
 
 
 def kill_run(run_id: str, proc: subprocess.Popen, grace: float = 3.0) -> None:

@@ -10,6 +10,7 @@ zb.report(
         m
         for m in (
             "zerobook.launch",
+            "zerobook.zygote",
             "zerobook.plots",
             "zerobook.widgets",
             "zerobook.grading",

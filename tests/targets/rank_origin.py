@@ -1,6 +1,8 @@
 """Each rank reports how it was started: its command line, whether torch (and torch._dynamo)
-were imported before its target ran (forked from torchrun's agent), and its signal handlers."""
+were imported before its target ran (forked from torchrun's agent), its signal handlers, the
+processes above it, and the run's id as its process shows it (/proc) and as Python reads it."""
 
+import os
 import signal
 import sys
 
@@ -20,5 +22,8 @@ zb.report(
         "dynamo_preloaded": dynamo,
         "sigterm_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
         "sigint_python": signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+        "ancestors": [p.pid for p in psutil.Process().parents()],
+        "shown_run_id": psutil.Process().environ().get("ZEROBOOK_RUN_ID"),
+        "run_id": os.environ.get("ZEROBOOK_RUN_ID"),
     }
 )

@@ -1,0 +1,84 @@
+"""The zygote (zerobook.zygote): each launch's agent is forked from one process per notebook
+that has imported torch, and looks to everything else as if it had been started as the command.
+A rank's ancestors: its watcher, its agent, the zygote, this process (the launcher)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+import zerobook as zb
+from conftest import ROOT
+
+pytestmark = pytest.mark.launch
+
+TARGET = ROOT / "tests/targets/rank_origin.py"
+WATCHER, AGENT, ZYGOTE, LAUNCHER = range(4)
+
+
+def launch(**kwargs):
+    return zb.torchrun(TARGET, nproc=2, echo=False, **kwargs).ranks
+
+
+def test_launches_fork_their_agents_from_one_zygote_that_shows_each_agents_command():
+    runs = [launch(), launch()]
+    for ranks in runs:
+        for rank in ranks:
+            assert rank["ancestors"][LAUNCHER] == os.getpid()
+            assert str(TARGET) in " ".join(rank["cmdline"])  # what ps and psutil show
+            assert rank["cmdline"][1:3] == ["-c", zb.launch.PRELOAD_AND_RUN_TORCHRUN]
+            # the run's id, by which the launcher finds the run's processes to stop them
+            assert rank["shown_run_id"] == rank["run_id"] is not None
+            assert rank["torch_preloaded"] and rank["dynamo_preloaded"]
+    assert len({r["ancestors"][ZYGOTE] for ranks in runs for r in ranks}) == 1
+    assert len({r["ancestors"][AGENT] for ranks in runs for r in ranks}) == 2
+    assert runs[0][0]["run_id"] != runs[1][0]["run_id"]
+
+
+def test_an_environment_torch_reads_on_import_gets_its_own_zygote():
+    """ATEN_CPU_CAPABILITY picks torch's kernels when torch is imported: a zygote started
+    without it cannot serve a launch that sets it."""
+    plain = launch()[0]["ancestors"][ZYGOTE]
+    other = launch(env={"ATEN_CPU_CAPABILITY": "default"})[0]
+    assert other["ancestors"][ZYGOTE] != plain
+    assert other["ancestors"][LAUNCHER] == os.getpid()
+
+
+def test_a_zygote_that_died_is_replaced():
+    zygote = psutil.Process(launch()[0]["ancestors"][ZYGOTE])
+    zygote.send_signal(signal.SIGKILL)
+    zygote.wait(timeout=10)
+    assert launch()[0]["ancestors"][ZYGOTE] not in (zygote.pid, os.getpid())
+
+
+def test_without_the_zygote_the_launcher_starts_each_agent_itself(monkeypatch):
+    monkeypatch.setenv(zb.zygote.ZYGOTE_ENV, "0")
+    ranks = launch()
+    assert ranks[0]["ancestors"][ZYGOTE] == os.getpid()
+    assert ranks[0]["shown_run_id"] == ranks[0]["run_id"] is not None
+
+
+def test_the_zygote_leaves_when_its_launcher_does(tmp_path):
+    code = (
+        "import zerobook as zb\n"
+        f"zb.torchrun({str(ROOT / 'zerobook/runs/hello.py')!r}, nproc=1, echo=False)\n"
+        "print('launched', flush=True)\n"
+        "import time; time.sleep(60)\n"
+    )
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    assert launcher.stdout.readline().strip() == "launched"
+    zygotes = psutil.Process(launcher.pid).children()
+    assert len(zygotes) == 1
+    launcher.kill()
+    launcher.wait(timeout=10)
+    start = time.monotonic()
+    _, alive = psutil.wait_procs(zygotes, timeout=10)
+    for p in alive:
+        p.kill()
+    assert not alive and time.monotonic() - start < 10

@@ -1,0 +1,209 @@
+"""Notebook side: one process that has imported torch, from which each launch forks its agent.
+
+Every launch ran `python -c "import torch._dynamo, runpy; ..." <torchrun's arguments>`
+(zerobook.launch): ~3 CPU-s of imports before torchrun read its arguments, paid again by every
+launch of a notebook (a lab's test cell launches a dozen times). The zygote (the name Android
+gives its preloaded app process) pays them once per notebook kernel: for each launch it forks a
+new agent, which runs torchrun's main exactly as the command would, with the launch's
+environment, working directory and output pipe, in a session of its own, and with the command
+line and environment the command would have shown (`ps`, psutil and the launcher's cleanup find
+the run's processes by them: they are written over the room the zygote keeps for them).
+
+It is used only where nothing would differ: a launch outside any sandbox (a grading sandbox's
+launch starts its own agent inside the sandbox) whose environment, apart from the run's own
+variables, is the one the zygote was started with (torch reads some variables when imported).
+ZEROBOOK_ZYGOTE=0 turns it off. Messages (JSON, over a Unix SOCK_SEQPACKET pair):
+    launcher -> zygote: {"id", "argv", "env", "cwd"}, the output pipe's write end attached
+    zygote -> launcher: {"ready"} once; {"id", "pid"} when forked; {"exit": pid, "code", "cpu"}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ZYGOTE_ENV = "ZEROBOOK_ZYGOTE"  # "0": every launch starts its own agent
+ROOM = (
+    16_384  # bytes of command line and of environment the zygote keeps for its agents'
+)
+ROOM_ENV = "ZEROBOOK_ZYGOTE_ROOM"
+MAIN = str(
+    Path(__file__).resolve().with_name("zygote_main.py")
+)  # the zygote's own code
+START_TIMEOUT_S = 120.0  # the zygote imports torch before it says it is ready
+
+
+class Unavailable(Exception):
+    """The zygote cannot start this launch (gone, or never ready): start the agent directly."""
+
+
+class Agent:
+    """An agent forked by the zygote, as the launcher uses a subprocess.Popen: pid, stdout,
+    poll(), wait(), returncode (negative: the signal that ended it)."""
+
+    def __init__(self, zygote: "Zygote", pid: int, stdout_fd: int):
+        self.zygote, self.pid, self.returncode = zygote, pid, None
+        self.stdout = os.fdopen(stdout_fd, "rb", buffering=0)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.zygote.exit_code(self.pid, 0.0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"agent {self.pid}", timeout)
+            self.returncode = self.zygote.exit_code(self.pid, 0.05)
+        return self.returncode
+
+
+class Zygote:
+    """The launcher's end of one zygote, started with environment `env`."""
+
+    def __init__(self, env: dict):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        code = f"import runpy; runpy.run_path({MAIN!r}, run_name='__zygote__')"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(theirs.fileno()), "-" * ROOM],
+            env=dict(env, **{ROOM_ENV: "-" * ROOM}),
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        theirs.close()
+        self.sock, self.lock, self.alive = ours, threading.Lock(), True
+        self.forked: dict[str, int] = {}
+        self.exits: dict[int, int] = {}
+        self.cpu, self.ready = 0.0, None
+
+    def start(self, argv: list[str], env: dict) -> Agent:
+        """Fork an agent that runs `argv` (torchrun's command) with `env`; its output on a pipe."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while self.ready is None and self.alive and time.monotonic() < deadline:
+            self._receive(0.1)
+        if not self.ready:
+            raise Unavailable("the zygote is not ready")
+        read, write = os.pipe()
+        request = {
+            "id": os.urandom(8).hex(),
+            "argv": argv,
+            "env": env,
+            "cwd": os.getcwd(),
+        }
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [json.dumps(request).encode()], [write])
+        except OSError as error:
+            os.close(read)
+            self.alive = False
+            raise Unavailable(f"the zygote is gone ({error})") from None
+        finally:
+            os.close(write)
+        while request["id"] not in self.forked:
+            if not self.alive:
+                os.close(read)
+                raise Unavailable("the zygote ended before it forked the agent")
+            self._receive(0.05)
+        return Agent(self, self.forked.pop(request["id"]), read)
+
+    def exit_code(self, pid: int, wait: float) -> int | None:
+        """The agent's exit code once the zygote has seen it end; None while it runs."""
+        if pid not in self.exits:
+            self._receive(wait)
+        if pid not in self.exits and not self.alive and not _exists(pid):
+            self.exits[
+                pid
+            ] = -signal.SIGTERM  # the zygote died first; its agents get SIGTERM
+        return self.exits.pop(pid, None)
+
+    def _receive(self, wait: float) -> None:
+        """Read what the zygote has said (waiting up to `wait` s for it to say something)."""
+        with self.lock:
+            while self.alive and select.select([self.sock], [], [], wait)[0]:
+                wait = 0.0
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    self.alive = False
+                    break
+                message = json.loads(data)
+                if "ready" in message:
+                    self.ready = message["ready"]
+                elif "pid" in message:
+                    self.forked[message["id"]] = message["pid"]
+                else:
+                    self.exits[message["exit"]] = message["code"]
+                    self.cpu += message["cpu"]
+
+    def close(self) -> None:
+        self.alive = False
+        self.sock.close()  # the zygote reads EOF and exits
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+_ZYGOTES: dict[tuple, Zygote] = {}
+_LOCK = threading.Lock()
+_OWNER = os.getpid()
+
+
+def start(argv: list[str], env: dict, per_run: set) -> Agent | None:
+    """Fork torchrun's agent for `argv` from this process's zygote for `env` (started on first
+    use; the variables named in `per_run` are read when the run starts, not when torch is
+    imported, so they may differ); None where the zygote is off or cannot (the launcher then
+    runs `argv` itself)."""
+    if os.environ.get(ZYGOTE_ENV) == "0" or not sys.platform.startswith("linux"):
+        return None
+    # in a forked copy of the launcher, the zygotes are its parent's
+    if os.getpid() != _OWNER:
+        return None
+    key = tuple(sorted((k, v) for k, v in env.items() if k not in per_run))
+    for _ in range(2):  # a zygote found gone (killed) is replaced once
+        zygote = _zygote_for(key)
+        try:
+            return zygote.start(argv, env)
+        except Unavailable:
+            if zygote.alive:  # alive but cannot: never ready, or its agent never forked
+                return None
+    return None
+
+
+def _zygote_for(key: tuple) -> Zygote:
+    with _LOCK:
+        zygote = _ZYGOTES.get(key)
+        if zygote is None or not zygote.alive:
+            while (
+                len(_ZYGOTES) >= 2
+            ):  # an environment seldom changes: keep the last two
+                _ZYGOTES.pop(next(iter(_ZYGOTES))).close()
+            zygote = _ZYGOTES[key] = Zygote(dict(key))
+        return zygote
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of the agents (with the ranks they waited for) that this process's zygotes
+    forked and saw end: they are the zygotes' children, not this process's."""
+    return sum(z.cpu for z in list(_ZYGOTES.values()))
