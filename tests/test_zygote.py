@@ -48,6 +48,16 @@ def test_an_environment_torch_reads_on_import_gets_its_own_zygote():
     assert other["ancestors"][LAUNCHER] == os.getpid()
 
 
+def test_a_launch_whose_command_does_not_fit_the_zygotes_room_runs_as_the_command():
+    """The agent shows the launch's command line in the room the zygote keeps for it; a
+    longer one is started as the command (and shows it all)."""
+    long = "x" * (zb.zygote.ROOM + 1)
+    rank = zb.torchrun(TARGET, nproc=2, args=[long], echo=False).ranks[0]
+    assert rank["ancestors"][ZYGOTE] == os.getpid()
+    assert rank["cmdline"][-1] == long
+    assert rank["shown_run_id"] == rank["run_id"] is not None
+
+
 def test_a_zygote_that_died_is_replaced():
     zygote = psutil.Process(launch()[0]["ancestors"][ZYGOTE])
     zygote.send_signal(signal.SIGKILL)

@@ -30,14 +30,14 @@ import threading
 import time
 from pathlib import Path
 
+from zerobook.zygote_main import blocks as _blocks
+
 ZYGOTE_ENV = "ZEROBOOK_ZYGOTE"  # "0": every launch starts its own agent
 ROOM = (
     16_384  # bytes of command line and of environment the zygote keeps for its agents'
 )
 ROOM_ENV = "ZEROBOOK_ZYGOTE_ROOM"
-MAIN = str(
-    Path(__file__).resolve().with_name("zygote_main.py")
-)  # the zygote's own code
+MAIN = str(Path(__file__).resolve().with_name("zygote_main.py"))  # the zygote's code
 START_TIMEOUT_S = 120.0  # the zygote imports torch before it says it is ready
 
 
@@ -85,7 +85,7 @@ class Zygote:
         self.sock, self.lock, self.alive = ours, threading.Lock(), True
         self.forked: dict[str, int] = {}
         self.exits: dict[int, int] = {}
-        self.cpu, self.ready = 0.0, None
+        self.cpu, self.ready, self.room = 0.0, None, None
 
     def start(self, argv: list[str], env: dict) -> Agent:
         """Fork an agent that runs `argv` (torchrun's command) with `env`; its output on a pipe."""
@@ -94,6 +94,9 @@ class Zygote:
             self._receive(0.1)
         if not self.ready:
             raise Unavailable("the zygote is not ready")
+        needed = [len(b) for b in _blocks(argv, env)]
+        if any(n > room for n, room in zip(needed, self.room)):
+            raise Unavailable("the command or the environment is longer than the room")
         read, write = os.pipe()
         request = {
             "id": os.urandom(8).hex(),
@@ -122,9 +125,8 @@ class Zygote:
         if pid not in self.exits:
             self._receive(wait)
         if pid not in self.exits and not self.alive and not _exists(pid):
-            self.exits[
-                pid
-            ] = -signal.SIGTERM  # the zygote died first; its agents get SIGTERM
+            # the zygote died first: its agents got SIGTERM (parent-death signal)
+            self.exits[pid] = -signal.SIGTERM
         return self.exits.pop(pid, None)
 
     def _receive(self, wait: float) -> None:
@@ -138,7 +140,7 @@ class Zygote:
                     break
                 message = json.loads(data)
                 if "ready" in message:
-                    self.ready = message["ready"]
+                    self.ready, self.room = message["ready"], message["room"]
                 elif "pid" in message:
                     self.forked[message["id"]] = message["pid"]
                 else:
@@ -168,6 +170,7 @@ def _exists(pid: int) -> bool:
 _ZYGOTES: dict[tuple, Zygote] = {}
 _LOCK = threading.Lock()
 _OWNER = os.getpid()
+_NEVER_STARTED: set[int] = set()  # this process's zygote never became ready: do without
 
 
 def start(argv: list[str], env: dict, per_run: set) -> Agent | None:
@@ -175,10 +178,10 @@ def start(argv: list[str], env: dict, per_run: set) -> Agent | None:
     use; the variables named in `per_run` are read when the run starts, not when torch is
     imported, so they may differ); None where the zygote is off or cannot (the launcher then
     runs `argv` itself)."""
-    if os.environ.get(ZYGOTE_ENV) == "0" or not sys.platform.startswith("linux"):
-        return None
-    # in a forked copy of the launcher, the zygotes are its parent's
-    if os.getpid() != _OWNER:
+    off = os.environ.get(ZYGOTE_ENV) == "0" or not sys.platform.startswith("linux")
+    if (
+        off or _NEVER_STARTED or os.getpid() != _OWNER
+    ):  # (a forked copy: not its zygotes)
         return None
     key = tuple(sorted((k, v) for k, v in env.items() if k not in per_run))
     for _ in range(2):  # a zygote found gone (killed) is replaced once
@@ -186,7 +189,9 @@ def start(argv: list[str], env: dict, per_run: set) -> Agent | None:
         try:
             return zygote.start(argv, env)
         except Unavailable:
-            if zygote.alive:  # alive but cannot: never ready, or its agent never forked
+            if zygote.ready is None:  # it never started: this process starts its own
+                _NEVER_STARTED.add(os.getpid())
+            if zygote.alive or zygote.ready is None:
                 return None
     return None
 

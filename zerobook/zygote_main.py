@@ -31,9 +31,10 @@ def serve(fd: int) -> None:
             item.split(b"=", 1)[0].decode() for item in f.read().split(b"\0") if item
         }
     added = {k: v for k, v in os.environ.items() if k not in given}
-    sock.send(
-        json.dumps({"ready": _rewrite(_areas(), [_raw(a) for a in AREAS])}).encode()
-    )
+    areas = _areas()
+    writable = _rewrite(areas, [_raw(name) for name in AREAS])
+    room = [end - start for start, end in areas] if writable else None
+    sock.send(json.dumps({"ready": writable, "room": room}).encode())
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in ready:
@@ -87,13 +88,10 @@ def _agent(request: dict, out: int, added: dict) -> None:
         os.setsid()
         die_with_parent(signal.SIGTERM, os.getppid())
         null = os.open(os.devnull, os.O_RDONLY)
-        (
-            os.dup2(null, 0),
-            os.dup2(out, 1),
-            os.dup2(out, 2),
-            os.close(null),
-            os.close(out),
-        )
+        for fd, to in ((null, 0), (out, 1), (out, 2)):
+            os.dup2(fd, to)
+        os.close(null)
+        os.close(out)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -153,14 +151,19 @@ def _rewrite(areas, blocks: list[bytes]) -> bool:
         return False
 
 
-def show_as(argv: list[str], env: dict) -> bool:
-    """Write `argv` and `env` over this process's original command line and environment: what
-    /proc/PID/cmdline and /proc/PID/environ show, as if it had been started with them."""
-    blocks = [
+def blocks(argv: list[str], env: dict) -> list[bytes]:
+    """A command line and an environment as /proc/PID/cmdline and /proc/PID/environ hold them."""
+    return [
         b"".join(os.fsencode(s) + b"\0" for s in items)
         for items in (argv, [f"{k}={v}" for k, v in env.items()])
     ]
-    return _rewrite(_areas(), blocks)
+
+
+def show_as(argv: list[str], env: dict) -> bool:
+    """Write `argv` and `env` over this process's original command line and environment: what
+    /proc/PID/cmdline and /proc/PID/environ show, as if it had been started with them (the
+    launcher has checked that they fit)."""
+    return _rewrite(_areas(), blocks(argv, env))
 
 
 if __name__ == "__zygote__":
