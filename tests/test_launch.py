@@ -212,9 +212,10 @@ def test_interrupt_kills_the_whole_run(unique_target):
 
 
 def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target, tmp_path):
-    """SIGKILL runs no cleanup in the notebook's process: the agent and the ranks go anyway
-    (zerobook.lifetime: parent-death signals). Its run's folder cannot be removed by it: it
-    is made in this test's own temporary folder, not the system's."""
+    """SIGKILL runs no cleanup in the notebook's process: its zygote, the agent and the ranks
+    go anyway (zerobook.lifetime: parent-death signals; the zygote reads its socket's end).
+    Its run's folder cannot be removed by it: it is made in this test's own temporary
+    folder, not the system's."""
     script = unique_target("wait_forever.py")
     code = f"import zerobook as zb\nzb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)"
     parent = subprocess.Popen(
@@ -229,7 +230,8 @@ def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target, tmp_
             break
     time.sleep(1)
     assert len(processes_running(str(script))) >= 3  # torchrun and its two ranks
-    family = psutil.Process(parent.pid).children(recursive=True)  # its zygote too
+    family = psutil.Process(parent.pid).children(recursive=True)
+    assert any("zygote_main" in " ".join(p.cmdline()) for p in family)  # and its zygote
     parent.kill()
     parent.wait(timeout=10)
     deadline = (

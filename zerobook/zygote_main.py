@@ -6,6 +6,7 @@ here, so the agents and their ranks start with what `python -c PRELOAD_AND_RUN_T
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -18,6 +19,11 @@ def serve(fd: int) -> None:
     """The zygote: import what every agent imports first, then fork an agent per request."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the notebook's interrupt is its own
     import torch._dynamo  # noqa: F401 - what zerobook.launch.PRELOAD_AND_RUN_TORCHRUN imports
+
+    # what is loaded now lives as long as every fork: out of the collector's sight, its pages
+    # stay shared with the forks (a collection writes to every object it visits: copy-on-write)
+    gc.collect()
+    gc.freeze()
 
     sock = socket.socket(fileno=fd)
     wake_r, wake_w = os.pipe()
