@@ -5,12 +5,15 @@ zygote leaves with a notebook killed outright: tests/test_launch.py."""
 
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import psutil
 import pytest
 
 import zerobook as zb
-from conftest import ROOT
+from conftest import ROOT, processes_running
 
 pytestmark = pytest.mark.launch
 
@@ -68,3 +71,40 @@ def test_without_the_zygote_the_launcher_starts_each_agent_itself(monkeypatch):
     ranks = launch()
     assert ranks[0]["ancestors"][ZYGOTE] == os.getpid()
     assert ranks[0]["shown_run_id"] == ranks[0]["run_id"] is not None
+
+
+def test_a_kernel_interrupt_stops_the_run_and_not_the_zygote(unique_target):
+    """Jupyter interrupts a kernel by SIGINT to its process group: the run stops (the
+    launcher's KeyboardInterrupt), and the zygote, in a session of its own, forks the next."""
+    script = unique_target("wait_forever.py")
+    code = (
+        "import zerobook as zb\n"
+        "try:\n"
+        f"    zb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)\n"
+        "except zb.launch.LaunchInterrupted:\n"
+        "    print('interrupted', flush=True)\n"
+        f"ranks = zb.torchrun({str(TARGET)!r}, nproc=2, echo=False).ranks\n"
+        f"print('zygote', ranks[0]['ancestors'][{ZYGOTE}], flush=True)\n"
+    )
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,  # a process group of its own, as a kernel has
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
+    )
+    for line in kernel.stdout:  # wait until the ranks are up
+        if "[zerobook] backend=" in line:
+            break
+    time.sleep(1)
+    (zygote,) = [
+        p
+        for p in psutil.Process(kernel.pid).children()
+        if "zygote_main" in " ".join(p.cmdline())
+    ]
+    os.killpg(kernel.pid, signal.SIGINT)  # what Jupyter's interrupt sends
+    rest = kernel.communicate(timeout=60)[0]
+    assert kernel.returncode == 0, rest
+    assert "interrupted" in rest and f"zygote {zygote.pid}" in rest
+    assert processes_running(str(script)) == []
