@@ -30,6 +30,8 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
 from zerobook.zygote_main import blocks as _blocks
 
 ZYGOTE_ENV = "ZEROBOOK_ZYGOTE"  # "0": every launch starts its own agent
@@ -60,7 +62,7 @@ class Agent:
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
+        while self.returncode is None:
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(f"agent {self.pid}", timeout)
             self.returncode = self.zygote.exit_code(self.pid, 0.05)
@@ -124,7 +126,7 @@ class Zygote:
         """The agent's exit code once the zygote has seen it end; None while it runs."""
         if pid not in self.exits:
             self._receive(wait)
-        if pid not in self.exits and not self.alive and not _exists(pid):
+        if pid not in self.exits and not self.alive and not psutil.pid_exists(pid):
             # the zygote died first: its agents got SIGTERM (parent-death signal)
             self.exits[pid] = -signal.SIGTERM
         return self.exits.pop(pid, None)
@@ -155,16 +157,6 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 _ZYGOTES: dict[tuple, Zygote] = {}
