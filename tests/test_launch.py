@@ -111,6 +111,24 @@ def test_what_a_run_leaves_in_the_temporary_directory_goes_with_it(
     assert not list(system_tmp.iterdir()), list(system_tmp.iterdir())
 
 
+def test_a_rank_that_ends_runs_its_scripts_exit_handlers_and_finalizers(tmp_path):
+    script = ROOT / "tests" / "targets" / "exit_handlers.py"
+    zb.torchrun(script, nproc=2, args=[tmp_path], echo=False)
+    names = ["atexit0", "atexit1", "finalized0", "finalized1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+
+
+def test_a_rank_that_fails_after_its_peers_finished_is_reported_within_seconds():
+    """The finished ranks' processes wait for their peers (torchrun's workers do); the
+    failure stops them at once."""
+    script = ROOT / "tests" / "targets" / "finish_then_fail.py"
+    healthy = zb.torchrun(script, nproc=3, args=["--rank", "99"], echo=False).seconds
+    start = time.monotonic()
+    with pytest.raises(zb.LaunchError, match="rank 1 failed: ValueError: rank 1 fails"):
+        zb.torchrun(script, nproc=3, args=["--rank", "1"], echo=False)
+    assert time.monotonic() - start < healthy + 1 + 5
+
+
 def test_a_script_path_runs_too_and_a_rank_that_raises_is_named_with_its_traceback(
     unique_target,
 ):
