@@ -9,7 +9,8 @@ fork` starts the ranks by forking its agent, which has imported torch and torch.
 `main` gives the rank the signal handlers a fresh interpreter has (not the agent's) and forks it
 once more, from a watcher that waits for it: torchrun's summary of forked ranks names only the first failure it
 saw, so the watcher records the signal that ended its rank, if one did. The rank runs its exit
-handlers before it leaves by `os._exit` (which would skip them).
+handlers (less torch.library's: `run_exit_handlers`) before it leaves by `os._exit` (which
+would skip them).
 (`python -m torch.distributed.run ... -m zerobook.rank_entry TARGET` runs it the usual way too.)
 
 TARGET is a module name (`zerobook.runs.hello`) or a path to a `.py` file. When it returns, this
