@@ -156,9 +156,8 @@ def watch(child: int) -> None:
     """The rank's parent: pass torchrun's signals on, wait, and end as the rank ended. A rank
     a signal ended is recorded first (torchrun's summary of the ranks it forked names only the
     first failure it saw, often a peer that merely lost this one); a clean end returns, to
-    torchrun's worker, which waits until every rank has finished: a peer's failure then
-    stops it by SIGTERM (a watcher that still passed it on to its finished rank once kept a
-    failed run waiting 30 s, torchrun's grace before SIGKILL)."""
+    torchrun's worker code, which waits until every rank has finished: a peer's failure then
+    ends it by SIGTERM."""
 
     def pass_on(number, _frame):
         try:
@@ -169,9 +168,8 @@ def watch(child: int) -> None:
     for number in PASSED_ON:
         signal.signal(number, pass_on)
     _, status = os.waitpid(child, 0)
-    for (
-        number
-    ) in PASSED_ON:  # nobody to pass them to: torchrun's SIGTERM ends the watcher
+    # nobody left to pass them to: torchrun's SIGTERM ends the watcher as any worker
+    for number in PASSED_ON:
         signal.signal(number, signal.SIG_DFL)
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)

@@ -1,7 +1,8 @@
 """The zygote itself (zerobook.zygote starts it, by path: nothing of the launcher is loaded):
 it imports what every torchrun agent imports first, then forks an agent for each request and
-tells the launcher when each ends. Only the standard library and zerobook.lifetime are loaded
-here, so the agents and their ranks start with what `python -c PRELOAD_AND_RUN_TORCHRUN` has.
+tells the launcher when each ends. Only the standard library, zerobook.agent (torch) and
+zerobook.lifetime are loaded here, so the agents and their ranks start with what
+`python -c PRELOAD_AND_RUN_TORCHRUN` has.
 """
 
 from __future__ import annotations
