@@ -6,32 +6,19 @@ forks the agents. Standard library and torch only: a grading sandbox's agent run
 `preload` imports torch and torch._dynamo (what a rank's torch.optim imports), so the ranks,
 forked from the agent, start with them.
 
-`preload` also mends one thing in torchrun: its rendezvous names the caller of each event it
-records with `inspect.stack()` (`get_method_name` in
-torch/distributed/elastic/rendezvous/dynamic_rendezvous.py), nine times a launch, and the name
-is then dropped (the event handler is a null one unless configured). `inspect.stack()` reads
-the source of every frame on the stack and, for each, searches every loaded module
-(`inspect.getmodule`, CPython issue 92041): with torch._dynamo's ~2,000 modules loaded, about
-0.3 CPU-s per launch. `method_name` returns the same name from the frame itself.
+Left as torchrun has it: its rendezvous names the caller of each event it records with
+`inspect.stack()` (`get_method_name` in torch/distributed/elastic/rendezvous/
+dynamic_rendezvous.py, nine times a launch, for a name the default null handler drops), which
+searches every loaded module for every frame (CPython issue 92041): with torch._dynamo's
+~2,000 modules loaded, ~0.3 CPU-s a launch. Giving the same name from `sys._getframe` halved a
+3-rank launch's CPU, but under load gloo's connectFullMesh then failed ("Connection closed by
+peer") in 9 of 60 3-rank launches, against 0 of 60 without it: a race that the slower start
+hid, not found.
 """
 
 from __future__ import annotations
 
-import sys
-
-
-def method_name(depth: int = 2) -> str:
-    """The name of the function `depth` frames above this one (0: this one), as torchrun's
-    `get_method_name(depth)` gives it from `inspect.stack()[depth]`."""
-    try:
-        return sys._getframe(depth).f_code.co_name
-    except ValueError:  # a shallower stack
-        return "no_method_name"
-
 
 def preload() -> None:
-    """Import what every agent and rank imports, and mend torchrun's `get_method_name`."""
+    """Import what every agent and rank imports."""
     import torch._dynamo  # noqa: F401 - what a rank's torch.optim imports
-    from torch.distributed.elastic.rendezvous import dynamic_rendezvous
-
-    dynamic_rendezvous.get_method_name = method_name

@@ -1,15 +1,12 @@
 """Each rank reports how it was started: its command line, whether torch (and torch._dynamo)
 were imported before its target ran (forked from torchrun's agent), its signal handlers, the
-processes above it, the run's id as its process shows it (/proc) and as Python reads it, and
-where its agent's rendezvous takes the names of its callers from."""
+processes above it, and the run's id as its process shows it (/proc) and as Python reads it."""
 
 import os
 import signal
 import sys
 
 import psutil
-from torch.distributed.elastic.rendezvous import dynamic_rendezvous
-
 
 import zerobook as zb
 
@@ -28,7 +25,5 @@ zb.report(
         "ancestors": [p.pid for p in psutil.Process().parents()],
         "shown_run_id": psutil.Process().environ().get("ZEROBOOK_RUN_ID"),
         "run_id": os.environ.get("ZEROBOOK_RUN_ID"),
-        # the agent's (the rank is its fork): torchrun's, or zerobook.agent's mended one
-        "method_name_from": dynamic_rendezvous.get_method_name.__module__,
     }
 )
