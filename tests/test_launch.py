@@ -91,44 +91,6 @@ def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_ar
     assert any(noise in line for line in stream.agent)  # kept for the log, not shown
 
 
-def test_what_a_run_leaves_in_the_temporary_directory_goes_with_it(
-    tmp_path, monkeypatch
-):
-    """The ranks' and torchrun's temporary files (its logs, a failed rank's error file, a
-    script's own mkdtemp) live in the run's folder, removed when the launch returns."""
-    import tempfile
-
-    system_tmp = tmp_path / "tmp"
-    system_tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
-    script = ROOT / "tests" / "targets" / "leave_temporary.py"
-    result = zb.torchrun(script, nproc=2, echo=False)
-    left = [Path(r[k]) for r in result.ranks for k in ("folder", "file")]
-    assert all(str(p).startswith(str(system_tmp)) for p in left), left
-    assert not any(p.exists() for p in left)
-    with pytest.raises(zb.LaunchError, match="this rank fails"):
-        zb.torchrun(script, nproc=2, args=["--rank", "1"], echo=False)
-    assert not list(system_tmp.iterdir()), list(system_tmp.iterdir())
-
-
-def test_a_rank_that_ends_runs_its_scripts_exit_handlers_and_finalizers(tmp_path):
-    script = ROOT / "tests" / "targets" / "exit_handlers.py"
-    zb.torchrun(script, nproc=2, args=[tmp_path], echo=False)
-    names = ["atexit0", "atexit1", "finalized0", "finalized1"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == names
-
-
-def test_a_rank_that_fails_after_its_peers_finished_is_reported_within_seconds():
-    """The finished ranks' processes wait for their peers (torchrun's workers do); the
-    failure stops them at once."""
-    script = ROOT / "tests" / "targets" / "finish_then_fail.py"
-    healthy = zb.torchrun(script, nproc=3, args=["--rank", "99"], echo=False).seconds
-    start = time.monotonic()
-    with pytest.raises(zb.LaunchError, match="rank 1 failed: ValueError: rank 1 fails"):
-        zb.torchrun(script, nproc=3, args=["--rank", "1"], echo=False)
-    assert time.monotonic() - start < healthy + 1 + 5
-
-
 def test_a_script_path_runs_too_and_a_rank_that_raises_is_named_with_its_traceback(
     unique_target,
 ):

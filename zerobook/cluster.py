@@ -103,13 +103,7 @@ def _run_nodes(
     agents = []
     for node, flags in enumerate(node_flags):
         folder = str(out / str(node))
-        # TMPDIR: torchrun's own logs (a torchelastic_* folder) go with the scratch folder
-        env = {
-            **os.environ,
-            "OMP_NUM_THREADS": "1",
-            REPORT_DIR_ENV: folder,
-            "TMPDIR": folder,
-        }
+        env = {**os.environ, "OMP_NUM_THREADS": "1", REPORT_DIR_ENV: folder}
         command = multinode_command(
             target,
             nnodes=len(node_flags),

@@ -36,10 +36,10 @@ from zerobook.rank_output import RankOutput
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchrun --run-path's
-PRELOAD_AND_RUN_TORCHRUN = ("import runpy; from zerobook import agent; agent.preload(); runpy.run_module("
-                            "'torch.distributed.run', run_name='__main__', alter_sys=True)")  # = -m, preloaded
+PRELOAD_AND_RUN_TORCHRUN = ("import torch._dynamo, runpy; runpy.run_module('torch.distributed.run', "
+                            "run_name='__main__', alter_sys=True)")  # = -m, after torch.optim's import
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
-PER_RUN = {REPORT_DIR_ENV, RUN_ID_ENV, TIMEOUT_ENV, "TMPDIR", "PYTEST_CURRENT_TEST"}  # read as a run starts
+PER_RUN = {REPORT_DIR_ENV, RUN_ID_ENV, TIMEOUT_ENV, "PYTEST_CURRENT_TEST"}  # read as a run starts
 
 
 @dataclass
@@ -126,10 +126,7 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         tokens = issue_tokens(report_dir, nproc, max_restarts + 1)
         environment = run_env(report_dir, run_id, debug, collective_timeout, extra)
         if sandbox is not None:
-            command = sandbox.wrap(command, report_dir, environment)  # its own private /tmp
-        else:  # what torchrun and the ranks leave in a temporary folder goes with the run
-            environment["TMPDIR"] = os.path.join(report_dir, "tmp")
-            os.mkdir(environment["TMPDIR"])
+            command = sandbox.wrap(command, report_dir, environment)
         limits = sandbox.set_limits if sandbox is not None else None
         try:
             _run(command, environment, run_id, start + timeout, stream, target, limits)

@@ -9,8 +9,7 @@ fork` starts the ranks by forking its agent, which has imported torch and torch.
 `main` gives the rank the signal handlers a fresh interpreter has (not the agent's) and forks it
 once more, from a watcher that waits for it: torchrun's summary of forked ranks names only the first failure it
 saw, so the watcher records the signal that ended its rank, if one did. The rank runs its exit
-handlers (less torch.library's: `run_exit_handlers`) before it leaves by `os._exit` (which
-would skip them).
+handlers before it leaves by `os._exit` (which would skip them).
 (`python -m torch.distributed.run ... -m zerobook.rank_entry TARGET` runs it the usual way too.)
 
 TARGET is a module name (`zerobook.runs.hello`) or a path to a `.py` file. When it returns, this
@@ -31,7 +30,6 @@ import signal
 import sys
 import traceback
 import warnings
-import weakref
 
 from zerobook.lifetime import die_with_parent, name_rank
 from zerobook.dist import (
@@ -115,17 +113,6 @@ def fail(
     os._exit(code)
 
 
-def run_exit_handlers() -> None:
-    """What a normal exit runs (atexit: zerobook.dist's teardown, the target's own handlers,
-    weakref finalizers), less torch.library's finalizers: they take back, one by one, the
-    operators torch registered when it was imported (~40 ms of CPU a rank), in a process
-    about to end."""
-    for finalizer, info in list(weakref.finalize._registry.items()):
-        if getattr(info.func, "__module__", None) == "torch.library":
-            finalizer.atexit = False
-    atexit._run_exitfuncs()
-
-
 def fresh_signals() -> None:
     """The handlers a new interpreter has: a forked rank inherits the agent's, which turn
     SIGTERM into an exception (the rank would record being stopped as its own failure)."""
@@ -155,9 +142,7 @@ def main(argv: list[str]) -> None:
 def watch(child: int) -> None:
     """The rank's parent: pass torchrun's signals on, wait, and end as the rank ended. A rank
     a signal ended is recorded first (torchrun's summary of the ranks it forked names only the
-    first failure it saw, often a peer that merely lost this one); a clean end returns, to
-    torchrun's worker code, which waits until every rank has finished: a peer's failure then
-    ends it by SIGTERM."""
+    first failure it saw, often a peer that merely lost this one); a clean end returns."""
 
     def pass_on(number, _frame):
         try:
@@ -168,9 +153,6 @@ def watch(child: int) -> None:
     for number in PASSED_ON:
         signal.signal(number, pass_on)
     _, status = os.waitpid(child, 0)
-    # nobody left to pass them to: torchrun's SIGTERM ends the watcher as any worker
-    for number in PASSED_ON:
-        signal.signal(number, signal.SIG_DFL)
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         record_signal_death(signal.Signals(number).name)
@@ -209,7 +191,7 @@ def run_rank(argv: list[str]) -> None:
             1,
             collective_of(exc),
         )
-    run_exit_handlers()  # zerobook.dist's teardown among them: os._exit skips them
+    atexit._run_exitfuncs()  # zerobook.dist's teardown among them: os._exit skips them
     mark_finished(token)
     flush_streams()
     os._exit(0)

@@ -1,8 +1,7 @@
 """The zygote itself (zerobook.zygote starts it, by path: nothing of the launcher is loaded):
 it imports what every torchrun agent imports first, then forks an agent for each request and
-tells the launcher when each ends. Only the standard library, zerobook.agent (torch) and
-zerobook.lifetime are loaded here, so the agents and their ranks start with what
-`python -c PRELOAD_AND_RUN_TORCHRUN` has.
+tells the launcher when each ends. Only the standard library and zerobook.lifetime are loaded
+here, so the agents and their ranks start with what `python -c PRELOAD_AND_RUN_TORCHRUN` has.
 """
 
 from __future__ import annotations
@@ -14,15 +13,12 @@ import select
 import signal
 import socket
 import sys
-import tempfile
 
 
 def serve(fd: int) -> None:
     """The zygote: import what every agent imports first, then fork an agent per request."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the notebook's interrupt is its own
-    from zerobook import agent
-
-    agent.preload()  # what zerobook.launch.PRELOAD_AND_RUN_TORCHRUN runs first
+    import torch._dynamo  # noqa: F401 - what zerobook.launch.PRELOAD_AND_RUN_TORCHRUN imports
 
     # what is loaded now lives as long as every fork: out of the collector's sight, its pages
     # stay shared with the forks (a collection writes to every object it visits: copy-on-write)
@@ -107,7 +103,6 @@ def _agent(request: dict, out: int, added: dict) -> None:
         os.environ.update(request["env"])
         os.environ.update({k: v for k, v in added.items() if k not in request["env"]})
         show_as(request["argv"], request["env"])
-        tempfile.tempdir = None  # found again from this launch's TMPDIR
         sys.argv = ["-c", *request["argv"][3:]]
         import runpy
 
