@@ -6,8 +6,8 @@
 Runs `sys.executable -m torch.distributed.run --standalone --nproc-per-node N` with
 OMP_NUM_THREADS=1; torchrun forks the ranks from its agent (`--start-method fork --run-path
 zerobook/rank_entry.py`: zerobook.rank_entry says why), and the agent is forked from this
-process's zygote, which has imported torch once (zerobook.zygote says when); streams each rank's output live, tagged `[rankR]`, and returns what each rank
-passed to `zb.report`. Any failure raises `LaunchError` naming the rank that failed first; no
+process's zygote, which has imported torch once (zerobook.zygote says when); streams each
+rank's output live, tagged `[rankR]`, and returns what each rank passed to `zb.report`. Any failure raises `LaunchError` naming the rank that failed first; no
 process of the run outlives the call (a crash, a timeout and Ctrl-C included).
 """
 from __future__ import annotations
