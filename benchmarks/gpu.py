@@ -367,20 +367,24 @@ def compute_model(gpus: int) -> dict:
 
 
 def run_sections(
-    gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None
+    gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None, parallel=6
 ) -> dict:
     """Every section in turn (or those in `only`), into `results` (the dry run: the CPU path of
-    each, small); `record` after each."""
+    each, small); `record` after each. `parallel`: launches at once in `runs` and `labs` on a
+    GPU host."""
     results.update(environment=environment(), dry_run=dry_run)
     work = {
         "collectives": lambda: collectives(gpus) if gpus else "skipped: no GPU",
         "runs": lambda: every_run(
-            gpus, tmp, only={"hello"} if dry_run else None, parallel=6 if gpus else 1
+            gpus,
+            tmp,
+            only={"hello"} if dry_run else None,
+            parallel=parallel if gpus else 1,
         ),
         "labs": lambda: every_lab(
             gpus,
             tmp,
-            parallel=6 if gpus else 1,
+            parallel=parallel if gpus else 1,
             only={"setup_check/all_reduce"} if dry_run else None,
         ),
         "memory": lambda: cuda_memory(
@@ -429,6 +433,12 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--sections", help="comma-separated: only these, merged into the saved results"
     )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=6,
+        help="launches at once in the runs and labs sections (a GPU host's cores)",
+    )
     cli = parser.parse_args(argv)
     gpus = gpu_count()
     dry_run = cli.dry_run or not gpus
@@ -457,7 +467,11 @@ def main(argv=None) -> None:
         else {}
     )
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
-        print(record(run_sections(gpus, dry_run, tmp, record, earlier, only)))
+        print(
+            record(
+                run_sections(gpus, dry_run, tmp, record, earlier, only, cli.parallel)
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -41,7 +41,9 @@ def first_line(error: BaseException) -> str:
     """The line of an error that says what went wrong (a launch error's 'rank R failed: ...')."""
     lines = [line for line in str(error).splitlines() if line.strip()]
     useful = [
-        line for line in lines if "Error" in line or "error" in line or "failed" in line
+        line
+        for line in lines
+        if "Error" in line or "error" in line or "failed" in line or "died" in line
     ]
     return (useful or lines or [type(error).__name__])[0][:300]
 
@@ -113,7 +115,7 @@ def try_run(run: str, label: str, placement: tuple, tmp: str) -> dict:
         )
         return {"ok": True, "seconds": round(time.monotonic() - start, 1)}
     except Exception as error:  # noqa: BLE001 - the answer is the error
-        return {"ok": False, "error": first_line(error)}
+        return {"ok": False, "error": first_line(error), "detail": str(error)[-2000:]}
 
 
 def every_run(gpus: int, tmp: str, only=None, parallel: int = 1) -> dict:
@@ -164,7 +166,7 @@ def try_part(lab: str, part: str, label: str, placement: tuple, tmp: str) -> dic
         )
         return {"ok": True, "seconds": round(time.monotonic() - start, 1)}
     except Exception as error:  # noqa: BLE001 - the answer is the error
-        return {"ok": False, "error": first_line(error)}
+        return {"ok": False, "error": first_line(error), "detail": str(error)[-2000:]}
 
 
 def every_lab(gpus: int, tmp: str, parallel: int = 1, only=None) -> dict:

@@ -88,3 +88,16 @@ def test_chapters_read_the_newest_gpu_record_and_nothing_else(tmp_path):
         and "GPU X on 2026-03-01" in record.label
     )
     assert record.section("matmul") is None  # skipped: nothing to show
+
+
+def test_a_chapter_reads_the_newest_record_that_measured_its_section(tmp_path):
+    """A later check of some sections only (--sections) does not hide an earlier one's."""
+    write_record(tmp_path, "gpu_x_2026-01-02.json", "2026-01-02")
+    older = tmp_path / "gpu_x_2026-01-02.json"
+    older.write_text(
+        json.dumps(dict(json.loads(older.read_text()), matmul={"bf16": 1}))
+    )
+    write_record(tmp_path, "gpu_y_2026-03-01.json", "2026-03-01")
+    assert gpu_record.latest(tmp_path).path.name == "gpu_y_2026-03-01.json"
+    assert gpu_record.latest(tmp_path, needs=("matmul",)).path == older
+    assert gpu_record.latest(tmp_path, needs=("matmul", "memory")) is None

@@ -365,7 +365,8 @@ def test_a_flood_of_output_is_cut_and_says_so(unique_target, capsys):
 def test_ranks_are_forked_from_the_agent_with_a_fresh_interpreters_signals():
     """torchrun's agent has imported torch and torch._dynamo; its ranks are forks of it
     (`--start-method fork --run-path`), each under a watcher, with the signal handlers a new
-    interpreter has."""
+    interpreter has. The agent asks whether CUDA is there through NVML, which leaves a GPU
+    usable in the ranks it forks (zerobook.launch.FORK_SAFE_CUDA_CHECK)."""
     result = zb.torchrun(ROOT / "tests/targets/rank_origin.py", nproc=2, echo=False)
     for rank in result.ranks:
         command = " ".join(rank["cmdline"])  # the agent's: forked, not run
@@ -373,3 +374,4 @@ def test_ranks_are_forked_from_the_agent_with_a_fresh_interpreters_signals():
         assert rank["torch_preloaded"] and rank["dynamo_preloaded"]
         assert rank["name"] == "zerobook-rank" != rank["parent_name"]  # its watcher
         assert rank["sigterm_default"] and rank["sigint_python"]
+        assert rank["cuda_check"] == "1"

@@ -15,7 +15,8 @@ from conftest import ROOT
 PROBE = r"""
 import json, os, socket, subprocess
 out = {"uid": os.getuid(), "cwd": os.getcwd(), "course_root": os.environ.get("ZEROBOOK_COURSE_ROOT"),
-       "secret": os.environ.get("SECRET_TOKEN"), "tmp": sorted(os.listdir("/tmp")),
+       "secret": os.environ.get("SECRET_TOKEN"),
+       "cuda_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"), "tmp": sorted(os.listdir("/tmp")),
        "siblings": sorted(os.listdir(os.path.dirname(os.getcwd()))),
        "labs": os.path.exists(os.path.join(os.environ["REPO"], "labs")), "shadow": os.path.exists("/etc/shadow")}
 open("written.txt", "w").write("ok")
@@ -48,7 +49,12 @@ def box():
 def test_a_sandboxed_process_sees_and_keeps_only_its_own_folder(box, tmp_path):
     mark = f"zerobook-sandbox-test-{os.getpid()}"
     (tmp_path.parent / "another-student.txt").write_text("private")
-    env = dict(os.environ, ZEROBOOK_COURSE_ROOT="/course", SECRET_TOKEN="s3cret")
+    env = dict(
+        os.environ,
+        ZEROBOOK_COURSE_ROOT="/course",
+        SECRET_TOKEN="s3cret",
+        PYTORCH_NVML_BASED_CUDA_CHECK="1",
+    )
     argv = box.command(
         [sys.executable, "-c", PROBE],
         writable=[tmp_path],
@@ -63,6 +69,9 @@ def test_a_sandboxed_process_sees_and_keeps_only_its_own_folder(box, tmp_path):
     assert (
         seen["course_root"] is None and seen["secret"] is None
     )  # the instructor's variables stay out
+    assert (
+        seen["cuda_check"] == "1"
+    )  # torch's own (zerobook.launch.FORK_SAFE_CUDA_CHECK) go in
     bound = [
         tmp_path.resolve(),
         *map(Path, box.read_only_roots()),

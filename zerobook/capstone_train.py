@@ -81,7 +81,7 @@ def clip_in_piece_order(model, max_norm: float, world_size: int) -> float:
     grads = [p.grad for p in model.parameters()]
     partial = []
     for r in range(world_size):
-        total = torch.zeros((), dtype=torch.float32)
+        total = torch.zeros((), dtype=torch.float32, device=grads[0].device)
         for grad in grads:
             flat = grad.reshape(-1)
             piece = F.pad(flat, (0, -flat.numel() % world_size)).chunk(world_size)[r]
@@ -111,14 +111,17 @@ def held_out_bits(model, held_out, me) -> float:
 
 
 @torch.no_grad()
-def sample(model, prompt: bytes, length: int, temperature: float = 0.8) -> str:
+def sample(
+    model, prompt: bytes, length: int, device="cpu", temperature: float = 0.8
+) -> str:
     """`length` bytes after `prompt`, sampled at `temperature` (seed 0): the same on every rank,
-    so a sharded model's collectives match."""
+    so a sharded model's collectives match. The model runs on `device`; the draws are made on
+    the CPU, with one generator whatever the device."""
     generator = torch.Generator().manual_seed(0)
     tokens = torch.tensor([list(prompt)])
     for _ in range(length):
-        logits = model(tokens[:, -CONFIG.seq_len :])[0, -1]
-        probs = (logits / temperature).softmax(-1)
+        logits = model(tokens[:, -CONFIG.seq_len :].to(device))[0, -1]
+        probs = (logits.float().cpu() / temperature).softmax(-1)
         tokens = torch.cat(
             [tokens, torch.multinomial(probs, 1, generator=generator)[None]], 1
         )

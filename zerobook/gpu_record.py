@@ -1,7 +1,7 @@
 """What only a GPU can show, as the last `make gpu-check` on a GPU host recorded it
 (benchmarks/results/gpu_<device>_<date>.json), for the chapters to show with its device and date.
 
-    record = gpu_record.latest()          # None until a GPU host has run benchmarks/gpu.py
+    record = gpu_record.latest(needs=("memory",))  # None until a GPU check measured it
     record.label                          # "measured on NVIDIA H100 80GB HBM3 on 2026-11-23 (...)"
     record.section("memory")              # that section's results, or None if it failed
 
@@ -53,13 +53,16 @@ class GpuRecord:
         return value
 
 
-def latest(results: Path = RESULTS) -> GpuRecord | None:
-    """The newest GPU check in `results` (by the date it was taken), or None if there is none."""
+def latest(results: Path = RESULTS, needs: tuple[str, ...] = ()) -> GpuRecord | None:
+    """The newest GPU check in `results` (by the date it was taken) that holds every section
+    named in `needs` (a check run with --sections holds only those), or None if none does."""
     records = []
     for path in results.glob("gpu_*.json"):
         data = json.loads(path.read_text())
         if not data.get("dry_run") and data.get("environment", {}).get("gpus"):
-            records.append(GpuRecord(path, data))
+            record = GpuRecord(path, data)
+            if all(record.section(name) is not None for name in needs):
+                records.append(record)
     return max(records, key=lambda r: (r.date, r.path.name), default=None)
 
 

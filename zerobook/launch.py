@@ -40,6 +40,11 @@ PRELOAD_AND_RUN_TORCHRUN = ("import torch._dynamo, runpy; runpy.run_module('torc
                             "run_name='__main__', alter_sys=True)")  # = -m, after torch.optim's import
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
 PER_RUN = {REPORT_DIR_ENV, RUN_ID_ENV, TIMEOUT_ENV, "PYTEST_CURRENT_TEST"}  # read as a run starts
+# torchrun's LaunchConfig asks torch.cuda.is_available() in the agent, before it forks the ranks.
+# torch's usual answer (cudaGetDeviceCount) marks the agent so that no rank forked from it can use
+# CUDA ("Cannot re-initialize CUDA in forked subprocess": every GPU launch failed, H200, 2026-11-26);
+# with this variable torch asks NVML instead, which leaves the agent unmarked.
+FORK_SAFE_CUDA_CHECK = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 
 
 @dataclass
@@ -88,7 +93,7 @@ def torchrun_command(target: str, nproc: int, args, log_dir: str, max_restarts: 
 def run_env(report_dir: str, run_id: str, debug: bool, collective_timeout, extra) -> dict:
     """The ranks' environment: one thread each, unbuffered output (a crash prints its Python stack)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1",
-               **{REPORT_DIR_ENV: report_dir, RUN_ID_ENV: run_id})
+               **FORK_SAFE_CUDA_CHECK, **{REPORT_DIR_ENV: report_dir, RUN_ID_ENV: run_id})
     env.pop("TORCHELASTIC_RUN_ID", None)
     if debug:
         env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"  # gloo checks every collective matches

@@ -25,5 +25,6 @@ zb.report(
         "ancestors": [p.pid for p in psutil.Process().parents()],
         "shown_run_id": psutil.Process().environ().get("ZEROBOOK_RUN_ID"),
         "run_id": os.environ.get("ZEROBOOK_RUN_ID"),
+        "cuda_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),
     }
 )

@@ -32,7 +32,7 @@ from zerobook.classroom import limits
 
 ETC = ["passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
        "alternatives", "fonts"]  # what programs read from /etc: not shadow, not the machine's secrets
-PASSED_ENV = ("PATH", "LANG", "LC_", "TERM", "OMP_", "MKL_", "PYTHON", "ZEROBOOK_", "TORCH", "NCCL_", "GLOO_",
+PASSED_ENV = ("PATH", "LANG", "LC_", "TERM", "OMP_", "MKL_", "PYTHON", "ZEROBOOK_", "TORCH", "PYTORCH_", "NCCL_", "GLOO_",
               "CUDA_", "NVIDIA_", "MASTER_", "TORCHELASTIC_")  # prefixes of what reaches inside; nothing else does
 HIDDEN_ENV = ("ZEROBOOK_COURSE_ROOT",)  # the course directory: never inside
 LIMITS = {resource.RLIMIT_AS: 24 * 2**30, resource.RLIMIT_FSIZE: 256 * 2**20, resource.RLIMIT_CORE: 0}

@@ -182,7 +182,7 @@ def train_part(student, me, data, held_out) -> dict:
     runs["ddp"] = run(ddp, "your DDP", PREFIX, data, held_out, me)
     zero3 = StudentZero3(student, model_from(me), me)
     runs["zero3"] = run(zero3, "your ZeRO-3", STEPS, data, held_out, me)
-    generated = sample(zero3.model, b"def ", 200)
+    generated = sample(zero3.model, b"def ", 200, me.device)
     used = torch_fsdp_used(ddp.model) + torch_fsdp_used(zero3.model)
     numel = sum(p.numel() for p in ddp.model.parameters())
     # two orders of one norm's sum: at most this far apart, relatively (zerobook.parity)
