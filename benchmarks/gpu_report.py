@@ -1,7 +1,7 @@
 """The markdown of benchmarks/gpu.py's results: each section's table and the ratios it is for."""
 
 from zerobook import gpu_record
-from zerobook.hardware import H100_SXM
+from zerobook.hardware import datasheet
 from zerobook.traffic import bandwidth as bus_bandwidth
 
 MiB, TFLOPS = 2**20, 1e12
@@ -215,19 +215,20 @@ def matmul(section, device: str) -> list[str]:
     lines = ["## 6. Dense matrix multiply against the datasheet", ""]
     if failed(section):
         return lines + failed(section)
+    found = datasheet(device)
     sheet = (
         {
-            "bf16": H100_SXM["bf16_dense"],
-            "tf32": H100_SXM["tf32_dense"],
-            "fp32": H100_SXM["fp32"],
+            "bf16": found["bf16_dense"],
+            "tf32": found["tf32_dense"],
+            "fp32": found["fp32"],
         }
-        if "H100" in device
+        if found
         else {}
     )
     lines += [
         f"{section['n']} x {section['n']} x {section['n']} products:",
         "",
-        "| dtype | measured TFLOP/s | datasheet (H100 SXM, dense) | measured / datasheet |",
+        "| dtype | measured TFLOP/s | datasheet (SXM, dense) | measured / datasheet |",
         "| --- | --- | --- | --- |",
     ]
     for dtype in ("bf16", "tf32", "fp32"):
@@ -239,9 +240,9 @@ def matmul(section, device: str) -> list[str]:
     if sheet:
         lines += [
             "",
-            f'The "4000 TFLOPS" often quoted for the H100 is its FP8 figure *with 2:4 sparsity* '
-            f"({H100_SXM['fp8_sparse'] / TFLOPS:.1f}); dense BF16, what training runs, is "
-            f"{H100_SXM['bf16_dense'] / TFLOPS:.1f}, and this GPU measured {section['bf16'] / TFLOPS:.0f}: "
+            f'The "4000 TFLOPS" often quoted for the H100 (and the H200, the same chip) is its '
+            f"FP8 figure *with 2:4 sparsity* ({found['fp8_sparse'] / TFLOPS:.1f}); dense BF16, "
+            f"what training runs, is {found['bf16_dense'] / TFLOPS:.1f}, and this GPU measured {section['bf16'] / TFLOPS:.0f}: "
             f"{section['bf16'] / 4000e12:.2f} of the quoted 4000.",
         ]
     return lines + [""]

@@ -38,6 +38,10 @@ H100_SXM = {
     "fp32": 66.9 * TFLOPS,  # no tensor cores
     "memory_bytes": 80e9,
 }
+# NVIDIA H200 SXM (NVIDIA H200 Tensor Core GPU datasheet): the H100's GH100 chip, with the same
+# tensor-core figures, and 141 GB of HBM3e (4.8 TB/s against the H100's 3.35).
+H200_SXM = dict(H100_SXM, memory_bytes=141e9)
+DATASHEETS = {"H100": H100_SXM, "H200": H200_SXM}
 NCCL_NVLINK = {"hopper": (18, 20.6 * GB), "ampere": (12, 20.0 * GB)}  # links, bytes/s
 GENERATIONS = ("ampere", "hopper")
 ROOFLINE = "the roofline: every kernel at the datasheet's peak (a bound)"
@@ -107,6 +111,12 @@ class Hardware:
             elementwise_bytes=0.0,
             sustained_source=ROOFLINE,
         )
+
+
+def datasheet(device: str) -> dict | None:
+    """The datasheet of a GPU named as torch.cuda.get_device_name names it ("NVIDIA H200",
+    "NVIDIA H100 80GB HBM3"), or None for one not in DATASHEETS."""
+    return next((sheet for name, sheet in DATASHEETS.items() if name in device), None)
 
 
 def nccl_nvlink(generation: str) -> float:
