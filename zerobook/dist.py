@@ -22,6 +22,7 @@ REPORT_DIR_ENV = "ZEROBOOK_REPORT_DIR"
 TIMEOUT_ENV = "ZEROBOOK_COLLECTIVE_TIMEOUT"
 BACKEND_ENV = "ZEROBOOK_BACKEND"
 DEVICE_ENV = "ZEROBOOK_DEVICE"  # "cuda": gloo ranks keep CUDA tensors (several ranks may share a GPU)
+INIT_BARRIER_ENV = "TORCH_DIST_INIT_BARRIER"  # torch's; see _init_process_group
 DEFAULT_COLLECTIVE_TIMEOUT_S = 30.0  # a stuck collective fails well within a minute
 
 
@@ -113,9 +114,19 @@ def setup(verbose: bool = True) -> Rank:
 
 
 def _init_process_group(backend: str, world_size: int) -> None:
-    """torchrun's env:// rendezvous; without torchrun, an in-process store for world size 1."""
+    """torchrun's env:// rendezvous; without torchrun, an in-process store for world size 1.
+
+    With TORCH_DIST_INIT_BARRIER=1 torch ends init_process_group with a barrier on the store
+    (no collective): no rank returns before every rank has connected all its gloo pairs.
+    Without it a rank whose pairs were all connected could return, finish (a script that runs
+    no collective) and exit while a slower peer was still connecting its other pairs; gloo
+    reads the end of the exited rank's connection as an error on the peer's side ("Gloo
+    connectFullMesh failed ... Connection closed by peer", the peer that left recording no
+    failure: seen in make test on a slow machine, and in 1 of 30 launches here with the
+    ranks' CPU time stolen)."""
     import torch.distributed as dist
 
+    os.environ.setdefault(INIT_BARRIER_ENV, "1")
     restart = env_int("TORCHELASTIC_RESTART_COUNT", 0)
     if (
         "RANK" in os.environ

@@ -13,6 +13,8 @@ import zerobook as zb
 preloaded = "torch" in sys.modules  # before this file imported anything of torch
 dynamo = "torch._dynamo" in sys.modules  # what a torch.optim optimizer imports
 me = zb.setup(verbose=False)
+from torch.distributed import distributed_c10d as c10d  # noqa: E402 - after the checks above
+
 zb.report(
     **{
         "cmdline": psutil.Process().cmdline(),
@@ -26,5 +28,7 @@ zb.report(
         "shown_run_id": psutil.Process().environ().get("ZEROBOOK_RUN_ID"),
         "run_id": os.environ.get("ZEROBOOK_RUN_ID"),
         "cuda_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),
+        # torch ended init_process_group with its barrier on the store (its own reading)
+        "init_barrier": c10d._is_barrier_after_init(),
     }
 )
