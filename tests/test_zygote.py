@@ -35,6 +35,7 @@ def test_launches_fork_their_agents_from_one_zygote_that_shows_each_agents_comma
             # the run's id, by which the launcher finds the run's processes to stop them
             assert rank["shown_run_id"] == rank["run_id"] is not None
             assert rank["torch_preloaded"] and rank["dynamo_preloaded"]
+            assert rank["method_name_from"] == "zerobook.agent"
     assert len({r["ancestors"][ZYGOTE] for ranks in runs for r in ranks}) == 1
     assert len({r["ancestors"][AGENT] for ranks in runs for r in ranks}) == 2
     assert runs[0][0]["run_id"] != runs[1][0]["run_id"]
@@ -71,6 +72,27 @@ def test_without_the_zygote_the_launcher_starts_each_agent_itself(monkeypatch):
     ranks = launch()
     assert ranks[0]["ancestors"][ZYGOTE] == os.getpid()
     assert ranks[0]["shown_run_id"] == ranks[0]["run_id"] is not None
+    assert ranks[0]["torch_preloaded"] and ranks[0]["dynamo_preloaded"]
+    assert ranks[0]["method_name_from"] == "zerobook.agent"  # the command preloads too
+
+
+def test_the_agents_caller_names_are_torchruns_own_without_inspecting_the_stack():
+    """zerobook.agent.method_name gives what torchrun's get_method_name gives, at each
+    depth, from a shallow stack too, reading no source file."""
+    from torch.distributed.elastic.rendezvous import dynamic_rendezvous
+
+    torchruns = dynamic_rendezvous.get_method_name
+    assert torchruns.__module__ == dynamic_rendezvous.__name__  # not mended here
+
+    def outer(name_of):
+        return middle(name_of)
+
+    def middle(name_of):
+        return name_of(1), name_of(2), name_of(3), name_of(10_000)
+
+    here = "test_the_agents_caller_names_are_torchruns_own_without_inspecting_the_stack"
+    assert outer(zb.agent.method_name) == outer(torchruns)
+    assert outer(zb.agent.method_name) == ("middle", "outer", here, "no_method_name")
 
 
 def test_a_kernel_interrupt_stops_the_run_and_not_the_zygote(unique_target):

@@ -37,6 +37,7 @@ SUBMODULES = {
     "zero_probe",
     "runs",
     "labs",
+    "agent",  # torchrun's agent, which forks the ranks
     # the notebook side
     "launch",
     "zygote",

@@ -36,8 +36,8 @@ from zerobook.rank_output import RankOutput
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchrun --run-path's
-PRELOAD_AND_RUN_TORCHRUN = ("import torch._dynamo, runpy; runpy.run_module('torch.distributed.run', "
-                            "run_name='__main__', alter_sys=True)")  # = -m, after torch.optim's import
+PRELOAD_AND_RUN_TORCHRUN = ("import runpy; from zerobook import agent; agent.preload(); runpy.run_module("
+                            "'torch.distributed.run', run_name='__main__', alter_sys=True)")  # = -m, preloaded
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
 PER_RUN = {REPORT_DIR_ENV, RUN_ID_ENV, TIMEOUT_ENV, "PYTEST_CURRENT_TEST"}  # read as a run starts
 # torchrun's LaunchConfig asks torch.cuda.is_available() in the agent, before it forks the ranks.

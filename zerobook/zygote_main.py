@@ -18,7 +18,9 @@ import sys
 def serve(fd: int) -> None:
     """The zygote: import what every agent imports first, then fork an agent per request."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the notebook's interrupt is its own
-    import torch._dynamo  # noqa: F401 - what zerobook.launch.PRELOAD_AND_RUN_TORCHRUN imports
+    from zerobook import agent
+
+    agent.preload()  # what zerobook.launch.PRELOAD_AND_RUN_TORCHRUN runs first
 
     # what is loaded now lives as long as every fork: out of the collector's sight, its pages
     # stay shared with the forks (a collection writes to every object it visits: copy-on-write)

@@ -1,6 +1,7 @@
 """Each rank reports how it was started: its command line, whether torch (and torch._dynamo)
 were imported before its target ran (forked from torchrun's agent), its signal handlers, the
-processes above it, and the run's id as its process shows it (/proc) and as Python reads it."""
+processes above it, the run's id as its process shows it (/proc) and as Python reads it, and
+where its agent's rendezvous takes the names of its callers from."""
 
 import os
 import signal
@@ -14,6 +15,7 @@ preloaded = "torch" in sys.modules  # before this file imported anything of torc
 dynamo = "torch._dynamo" in sys.modules  # what a torch.optim optimizer imports
 me = zb.setup(verbose=False)
 from torch.distributed import distributed_c10d as c10d  # noqa: E402 - after the checks above
+from torch.distributed.elastic.rendezvous import dynamic_rendezvous  # noqa: E402
 
 zb.report(
     **{
@@ -30,5 +32,7 @@ zb.report(
         "cuda_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),
         # torch ended init_process_group with its barrier on the store (its own reading)
         "init_barrier": c10d._is_barrier_after_init(),
+        # the agent's (the rank is its fork): torchrun's, or zerobook.agent's mended one
+        "method_name_from": dynamic_rendezvous.get_method_name.__module__,
     }
 )
