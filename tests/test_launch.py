@@ -91,6 +91,26 @@ def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_ar
     assert any(noise in line for line in stream.agent)  # kept for the log, not shown
 
 
+def test_what_a_run_leaves_in_the_temporary_directory_goes_with_it(
+    tmp_path, monkeypatch
+):
+    """The ranks' and torchrun's temporary files (its logs, a failed rank's error file, a
+    script's own mkdtemp) live in the run's folder, removed when the launch returns."""
+    import tempfile
+
+    system_tmp = tmp_path / "tmp"
+    system_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
+    script = ROOT / "tests" / "targets" / "leave_temporary.py"
+    result = zb.torchrun(script, nproc=2, echo=False)
+    left = [Path(r[k]) for r in result.ranks for k in ("folder", "file")]
+    assert all(str(p).startswith(str(system_tmp)) for p in left), left
+    assert not any(p.exists() for p in left)
+    with pytest.raises(zb.LaunchError, match="this rank fails"):
+        zb.torchrun(script, nproc=2, args=["--rank", "1"], echo=False)
+    assert not list(system_tmp.iterdir()), list(system_tmp.iterdir())
+
+
 def test_a_script_path_runs_too_and_a_rank_that_raises_is_named_with_its_traceback(
     unique_target,
 ):

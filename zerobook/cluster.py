@@ -103,7 +103,13 @@ def _run_nodes(
     agents = []
     for node, flags in enumerate(node_flags):
         folder = str(out / str(node))
-        env = {**os.environ, "OMP_NUM_THREADS": "1", REPORT_DIR_ENV: folder}
+        # TMPDIR: torchrun's own logs (a torchelastic_* folder) go with the scratch folder
+        env = {
+            **os.environ,
+            "OMP_NUM_THREADS": "1",
+            REPORT_DIR_ENV: folder,
+            "TMPDIR": folder,
+        }
         command = multinode_command(
             target,
             nnodes=len(node_flags),

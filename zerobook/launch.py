@@ -39,7 +39,7 @@ RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchru
 PRELOAD_AND_RUN_TORCHRUN = ("import runpy; from zerobook import agent; agent.preload(); runpy.run_module("
                             "'torch.distributed.run', run_name='__main__', alter_sys=True)")  # = -m, preloaded
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
-PER_RUN = {REPORT_DIR_ENV, RUN_ID_ENV, TIMEOUT_ENV, "PYTEST_CURRENT_TEST"}  # read as a run starts
+PER_RUN = {REPORT_DIR_ENV, RUN_ID_ENV, TIMEOUT_ENV, "TMPDIR", "PYTEST_CURRENT_TEST"}  # read as a run starts
 # torchrun's LaunchConfig asks torch.cuda.is_available() in the agent, before it forks the ranks.
 # torch's usual answer (cudaGetDeviceCount) marks the agent so that no rank forked from it can use
 # CUDA ("Cannot re-initialize CUDA in forked subprocess": every GPU launch failed, H200, 2026-11-26);
@@ -131,7 +131,10 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         tokens = issue_tokens(report_dir, nproc, max_restarts + 1)
         environment = run_env(report_dir, run_id, debug, collective_timeout, extra)
         if sandbox is not None:
-            command = sandbox.wrap(command, report_dir, environment)
+            command = sandbox.wrap(command, report_dir, environment)  # its own private /tmp
+        else:  # what torchrun and the ranks leave in a temporary folder goes with the run
+            environment["TMPDIR"] = os.path.join(report_dir, "tmp")
+            os.mkdir(environment["TMPDIR"])
         limits = sandbox.set_limits if sandbox is not None else None
         try:
             _run(command, environment, run_id, start + timeout, stream, target, limits)

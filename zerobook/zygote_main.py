@@ -13,6 +13,7 @@ import select
 import signal
 import socket
 import sys
+import tempfile
 
 
 def serve(fd: int) -> None:
@@ -105,6 +106,7 @@ def _agent(request: dict, out: int, added: dict) -> None:
         os.environ.update(request["env"])
         os.environ.update({k: v for k, v in added.items() if k not in request["env"]})
         show_as(request["argv"], request["env"])
+        tempfile.tempdir = None  # found again from this launch's TMPDIR
         sys.argv = ["-c", *request["argv"][3:]]
         import runpy
 
