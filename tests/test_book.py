@@ -131,6 +131,7 @@ def test_a_notebook_that_raises_fails_the_build(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        env=dict(os.environ, TMPDIR=str(tmp_path)),  # Sphinx's error log stays here
     )
     assert build.returncode != 0
     assert "ZeroDivisionError" in build.stdout + build.stderr
