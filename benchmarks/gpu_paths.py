@@ -48,6 +48,11 @@ def first_line(error: BaseException) -> str:
     return (useful or lines or [type(error).__name__])[0][:300]
 
 
+def failure(error: BaseException) -> dict:
+    """A path's failed answer: the line that says what went wrong, and the error's end."""
+    return {"ok": False, "error": first_line(error), "detail": str(error)[-2000:]}
+
+
 def launch(run: str, placement: tuple, args=(), timeout: float = 300) -> dict:
     """Rank 0's report of `zerobook.runs.<run>` on `placement`; raises LaunchError on failure."""
     nproc, backend, env = placement
@@ -115,7 +120,7 @@ def try_run(run: str, label: str, placement: tuple, tmp: str) -> dict:
         )
         return {"ok": True, "seconds": round(time.monotonic() - start, 1)}
     except Exception as error:  # noqa: BLE001 - the answer is the error
-        return {"ok": False, "error": first_line(error), "detail": str(error)[-2000:]}
+        return failure(error)
 
 
 def every_run(gpus: int, tmp: str, only=None, parallel: int = 1) -> dict:
@@ -166,7 +171,7 @@ def try_part(lab: str, part: str, label: str, placement: tuple, tmp: str) -> dic
         )
         return {"ok": True, "seconds": round(time.monotonic() - start, 1)}
     except Exception as error:  # noqa: BLE001 - the answer is the error
-        return {"ok": False, "error": first_line(error), "detail": str(error)[-2000:]}
+        return failure(error)
 
 
 def every_lab(gpus: int, tmp: str, parallel: int = 1, only=None) -> dict:

@@ -216,15 +216,8 @@ def matmul(section, device: str) -> list[str]:
     if failed(section):
         return lines + failed(section)
     found = datasheet(device)
-    sheet = (
-        {
-            "bf16": found["bf16_dense"],
-            "tf32": found["tf32_dense"],
-            "fp32": found["fp32"],
-        }
-        if found
-        else {}
-    )
+    keys = {"bf16": "bf16_dense", "tf32": "tf32_dense", "fp32": "fp32"}
+    sheet = {dtype: found[key] for dtype, key in keys.items()} if found else {}
     lines += [
         f"{section['n']} x {section['n']} x {section['n']} products:",
         "",
