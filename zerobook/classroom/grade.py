@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zerobook.classroom import clean_score, feedback, sandbox
+from zerobook.classroom import clean_score, feedback, review, sandbox
 from zerobook.classroom.limits import Bounds, job_env, mechanism
 from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S, StepFailed, nbgrader
 from zerobook.classroom.release import lab_names, release_lab
@@ -193,6 +193,7 @@ class Grader:
             outcome.flags += feedback.reconcile(self.root, lab, student, clean)
             outcome.awaiting = feedback.awaiting_in(self.root, lab, student)
         outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
+        outcome.flags += review.review_file(notebook, lab)  # read, never run
         feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb")
         try:
             with self.lock:
