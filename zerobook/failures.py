@@ -10,10 +10,16 @@ the rank, with its traceback or last lines; mismatched or stuck collectives are 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
+from zerobook import untrusted
+
 TAIL_LINES = 25
+# the most the launcher reads of a rank's report, failure or signal record, finish mark
+REPORT_BYTES, RECORD_BYTES, DONE_BYTES = 64 * 2**20, 2**20, 1_024
+MAX_RECORDS = 1_024  # failure (or signal) records read: one per rank
 LOST_PEER = re.compile(
     r"Connection (closed|reset) by peer"
 )  # a consequence of another rank's failure
@@ -36,8 +42,24 @@ class LaunchError(RuntimeError):
         self.log = log
 
 
-def read_json(path: Path) -> dict:
-    return json.loads(path.read_text()) if path.exists() else {}
+def run_file(path: Path, limit: int) -> str | None:
+    """The text a rank left at `path` (None if none), read as untrusted (zerobook.untrusted):
+    LaunchError if it is not a regular file of at most `limit` bytes (a link, a FIFO...)."""
+    try:
+        return untrusted.read_text(path, limit) if os.path.lexists(path) else None
+    except (OSError, ValueError) as exc:
+        raise LaunchError(f"the run's {path.name} cannot be trusted: {exc}") from None
+
+
+def read_json(path: Path, limit: int) -> dict:
+    """run_file's text as JSON ({} if nothing is there)."""
+    return json.loads(run_file(path, limit) or "{}")
+
+
+def records(report_dir: str, kind: str) -> list[dict]:
+    """The ranks' records of `kind` ("error", "signal"): rank*.KIND.json, at most MAX_RECORDS."""
+    paths = sorted(Path(report_dir).glob(f"rank*.{kind}.json"))[:MAX_RECORDS]
+    return [read_json(path, RECORD_BYTES) for path in paths]
 
 
 def issue_tokens(report_dir: str, nproc: int, attempts: int) -> dict[int, set[str]]:
@@ -61,7 +83,7 @@ def raise_if_unfinished(
     process early, so what it reported (if anything) is not the script's result."""
     for rank, valid in tokens.items():
         done = Path(report_dir) / f"rank{rank}.done"
-        if not (done.exists() and done.read_text() in valid):
+        if run_file(done, DONE_BYTES) not in valid:
             raise LaunchError(
                 f"rank {rank} ended before {target} finished, with no error: something in "
                 f"it ended the process early (os._exit, say), so its results do not count; "
@@ -82,7 +104,7 @@ def raise_if_failed(report_dir: str, stream, target: str) -> None:
     consequence: it counts as first only if no other rank recorded a failure.
     """
     failures = sorted(
-        (read_json(p) for p in Path(report_dir).glob("rank*.error.json")),
+        records(report_dir, "error"),
         key=lambda f: (bool(LOST_PEER.search(f["summary"])), f["time"]),
     )
     recorded = [f["rank"] for f in failures]
@@ -175,8 +197,7 @@ def signal_deaths(agent_lines: list[str]) -> dict[int, str]:
 def recorded_deaths(report_dir: str) -> dict[int, str]:
     """Ranks their watcher saw ended by a signal (zerobook.rank_entry), e.g. {1: "SIGKILL"}:
     torchrun's summary of ranks it forked names only the first failure it saw."""
-    records = (read_json(p) for p in Path(report_dir).glob("rank*.signal.json"))
-    return {r["rank"]: r["signal"] for r in records}
+    return {r["rank"]: r["signal"] for r in records(report_dir, "signal")}
 
 
 def root_cause(agent_lines: list[str]) -> tuple[int | None, str]:

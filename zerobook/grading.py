@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from zerobook import run_cache
+from zerobook import run_cache, untrusted
 from zerobook.launch import RunResult, torchrun
 
 COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
@@ -160,7 +160,9 @@ def function_stubs(student_file: str) -> dict[str, bool] | None:
     (`raise NotImplementedError()`, after an optional docstring); None if the file does not parse
     (the launch reports that, from the rank that imports it)."""
     try:
-        tree = ast.parse(Path(student_file).read_text())
+        tree = ast.parse(
+            untrusted.read_text(student_file, run_cache.STUDENT_FILE_BYTES)
+        )
     except (OSError, SyntaxError):
         return None
     stub = ast.dump(ast.parse("raise NotImplementedError()").body[0])

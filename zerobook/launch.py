@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
-from zerobook.failures import (LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
+from zerobook.failures import (REPORT_BYTES, LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
                                raise_if_unfinished, read_json, timeout_message)
 from zerobook.lifetime import RANK_NAME, die_with_parent
 from zerobook import zygote
@@ -146,7 +146,7 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         if not (max_restarts and stream.returncode == 0):  # a recovered run's failures are history
             raise_if_failed(report_dir, stream, target)
         raise_if_unfinished(report_dir, tokens, stream, target)
-        ranks = [read_json(Path(report_dir) / f"rank{r}.json") for r in range(nproc)]
+        ranks = [read_json(Path(report_dir) / f"rank{r}.json", REPORT_BYTES) for r in range(nproc)]
     return RunResult(ranks=ranks, log="\n".join(stream.log), seconds=seconds, lines=stream.ranks)
 
 

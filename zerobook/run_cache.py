@@ -16,23 +16,25 @@ import json
 import os
 from pathlib import Path
 
+from zerobook import untrusted
 from zerobook.launch import LaunchError, RunResult
 
 CACHE_ENV, WRITE_ENV = "ZEROBOOK_RUN_CACHE", "ZEROBOOK_RUN_CACHE_WRITE"
+STUDENT_FILE_BYTES = 16 * 2**20  # the most of a student's rank script the grader reads
 
 
 def key(lab: str, student_file: str, part: str, nproc: int, options: dict) -> str:
-    """What a launch's result depends on: the part, the ranks, the options and the file's bytes."""
+    """What a launch's result depends on: the part, the ranks, the options and the file's bytes
+    (read as untrusted: the clean run's sandboxes may write its folder; zerobook.untrusted)."""
     h = hashlib.sha256(
         json.dumps(
             [lab, part, nproc, sorted((k, repr(v)) for k, v in options.items())]
         ).encode()
     )
-    h.update(
-        Path(student_file).read_bytes()
-        if Path(student_file).is_file()
-        else b"(no file)"
-    )
+    try:
+        h.update(untrusted.read_bytes(student_file, STUDENT_FILE_BYTES))
+    except OSError as exc:  # none, or not a regular file of at most STUDENT_FILE_BYTES
+        h.update(f"(no file: {exc})".encode())
     return h.hexdigest()
 
 
