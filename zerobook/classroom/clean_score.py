@@ -23,14 +23,16 @@ import sys
 import time
 from pathlib import Path
 
-from zerobook import grading
+from zerobook import grading, untrusted
 from zerobook.classroom import sandbox
+from zerobook.classroom.feedback import NOTEBOOK_BYTES
 
 CELL_TIMEOUT_ENV = "ZEROBOOK_CELL_TIMEOUT"
 CELL_TIMEOUT_S = (
     600  # a graded cell unless the grader says (its launches stop themselves sooner)
 )
 CALL_TIMEOUT_S = 60  # one call of a notebook function in the sandbox
+MAX_REPLY_CHARS = 64 * 2**20  # one answer of the function server (a JSON line) at most
 
 
 def nbgrader_meta(cell: dict) -> dict:
@@ -69,7 +71,8 @@ def student_sources(submitted: dict) -> dict[str, str]:
 
 def write_rank_script(source: str, workdir: Path) -> None:
     """The rank script cell's `%%writefile NAME` body, written to WORKDIR/NAME (a bare name only),
-    byte for byte as the cell writes it (so that the kernel's launches replay: zerobook.run_cache)."""
+    byte for byte as the cell writes it (so that the kernel's launches replay: zerobook.run_cache);
+    a new file: never through a link the function server, which may write WORKDIR, left there."""
     first, _, body = source.partition("\n")
     parts = first.split()
     if (
@@ -78,8 +81,8 @@ def write_rank_script(source: str, workdir: Path) -> None:
         and "/" not in parts[1]
         and not parts[1].startswith(".")
     ):
-        (workdir / parts[1]).write_text(
-            body if body.endswith("\n") else body + "\n"
+        untrusted.write_fresh(
+            workdir / parts[1], body if body.endswith("\n") else body + "\n"
         )  # as IPython writes it
 
 
@@ -133,13 +136,17 @@ class FunctionServer:
         old = signal.signal(signal.SIGALRM, expired)
         signal.alarm(CALL_TIMEOUT_S)
         try:
-            line = self.proc.stdout.readline()
+            line = self.proc.stdout.readline(MAX_REPLY_CHARS + 1)
         finally:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
         if not line:
             raise RuntimeError(
                 "your notebook's code ended the process (os._exit, a crash or a kill)"
+            )
+        if len(line) > MAX_REPLY_CHARS:
+            raise RuntimeError(
+                f"a notebook function's answer was longer than {MAX_REPLY_CHARS:,} characters"
             )
         return json.loads(line)
 
@@ -222,7 +229,7 @@ def one_line(message: str, limit: int = 500) -> str:
 def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
     """Every autograded cell of `lab`, run from the course's notebook against this submission."""
     try:
-        submitted = json.loads(Path(submitted_path).read_text())
+        submitted = untrusted.read_json(submitted_path, NOTEBOOK_BYTES)
         theirs = student_sources(submitted)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return {
@@ -242,7 +249,10 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
                 setup.append(code)
                 run_cell(code, namespace)
             elif kind == "rank_script":
-                write_rank_script(theirs.get("rank_script", ""), workdir)
+                try:
+                    write_rank_script(theirs.get("rank_script", ""), workdir)
+                except OSError as exc:  # untrusted.UntrustedFile: replaced meanwhile
+                    return {"error": f"the rank script could not be written: {exc}"}
             elif kind == "solution":
                 student = theirs.get(meta.get("grade_id"), "")
                 server = server or FunctionServer(

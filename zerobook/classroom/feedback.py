@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from html import escape
 from pathlib import Path
 
+from zerobook import untrusted
+
 # the label of a score the instructor has not given yet
 AWAITING = "awaiting manual grading"
 MAX_OUTPUT_CHARS = 20_000  # one output of the feedback; a flood is cut, saying so
+# a submitted or autograded notebook, outputs included, at most
+NOTEBOOK_BYTES = 64 * 2**20
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
 HIDDEN_LINES = re.compile(
     r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S
@@ -69,7 +74,7 @@ def tampered_tests(root: Path, lab: str, notebook_path: Path) -> list[str]:
     released = test_cells(
         json.loads((root / "release" / lab / f"{lab}.ipynb").read_text())
     )
-    theirs = test_cells(json.loads(Path(notebook_path).read_text()))
+    theirs = test_cells(untrusted.read_json(notebook_path, NOTEBOOK_BYTES))
     shown = lambda cell: HIDDEN_LINES.sub(
         "", "".join(cell.get("source", ""))
     ).strip()  # as released
@@ -85,10 +90,11 @@ def tampered_tests(root: Path, lab: str, notebook_path: Path) -> list[str]:
 
 def scrub(autograded: Path) -> None:
     """The notebook the feedback is made from: hidden tests replaced by a note, a test cell's
-    error kept as its message only (a traceback would quote the hidden test), outputs capped."""
-    if not autograded.exists():
+    error kept as its message only (a traceback would quote the hidden test), outputs capped;
+    read and written as untrusted (zerobook.untrusted: a regular file, never a link)."""
+    if not os.path.lexists(autograded):
         return
-    notebook = json.loads(autograded.read_text())
+    notebook = untrusted.read_json(autograded, NOTEBOOK_BYTES)
     tests = test_cells(notebook)
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code":
@@ -104,7 +110,7 @@ def scrub(autograded: Path) -> None:
                         f"{output.get('ename')}: {output.get('evalue', '')}"[:2_000]
                     ]
         cell["outputs"] = [cap(o) for o in cell.get("outputs", [])]
-    autograded.write_text(json.dumps(notebook, indent=1))
+    untrusted.write_fresh(autograded, json.dumps(notebook, indent=1))
 
 
 def cap(output: dict) -> dict:

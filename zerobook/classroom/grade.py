@@ -33,7 +33,7 @@ from zerobook.classroom.limits import Bounds, job_env, mechanism
 from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S, StepFailed, nbgrader
 from zerobook.classroom.release import lab_names, release_lab
 from zerobook.classroom.watchdog import Watchdog
-from zerobook import run_cache
+from zerobook import run_cache, untrusted
 from zerobook.grading import PART_TIMEOUT_ENV
 from zerobook.labs.harness import PARAMS_ENV
 
@@ -42,6 +42,7 @@ STATE = "grading_state.json"  # lab -> student -> digest of what was graded (sub
 MIN_PART_S = 45  # a launch's limit is never below this: above the collective timeout (30 s), which names a hang
 SLACK = 3  # x the reference's slowest launch on this machine
 CELL_SLACK_S = 30  # a test cell's own work beside its launches
+SUBMISSION_BYTES, SUBMISSION_FILES = 128 * 2**20, 1_000  # submitted/STUDENT/LAB at most
 
 
 @dataclass
@@ -58,12 +59,24 @@ class Outcome:
 
 
 def submitted(root: Path) -> dict[str, list[str]]:
-    """lab -> the students who submitted it (folders submitted/STUDENT/LAB)."""
+    """lab -> the students who submitted it (folders submitted/STUDENT/LAB, or links there:
+    submission_problem refuses those)."""
     out: dict[str, list[str]] = {}
     for folder in sorted((root / "submitted").glob("*/*")):
-        if folder.is_dir():
+        if folder.is_dir() or folder.is_symlink():
             out.setdefault(folder.name, []).append(folder.parent.name)
     return out
+
+
+def submission_problem(root: Path, lab: str, student: str) -> str | None:
+    """Why submitted/STUDENT/LAB cannot be graded, naming the path: anything in it but folders
+    and regular files (a link, a FIFO, a device: nbgrader would follow it), or more than
+    SUBMISSION_FILES files or SUBMISSION_BYTES; None if it can (lstat only: nothing is read)."""
+    folder = root / "submitted" / student
+    why = (f"{student} is a symbolic link" if folder.is_symlink() else
+           untrusted.tree_problem(folder / lab, SUBMISSION_BYTES, SUBMISSION_FILES))
+    return why and (f"submit regular files only, at most {SUBMISSION_FILES:,} of them and "
+                    f"{SUBMISSION_BYTES // 2**20} MiB: {why}")
 
 
 def hidden_env(labs: Path, lab: str) -> dict:
@@ -83,12 +96,14 @@ def hidden_env(labs: Path, lab: str) -> dict:
 
 def digest(labs: Path, root: Path, lab: str, student: str) -> str:
     """What a grade depends on: the submission's files, the course's notebook of the lab and
-    its hidden parameters."""
+    its hidden parameters (a submission that cannot be graded: why, not its files)."""
     h = hashlib.sha256((labs / lab / f"{lab}.ipynb").read_bytes())
     h.update(json.dumps(hidden_env(labs, lab)).encode())
-    for path in sorted((root / "submitted" / student / lab).rglob("*")):
+    why = submission_problem(root, lab, student)
+    for path in [] if why else sorted((root / "submitted" / student / lab).rglob("*")):
         if path.is_file():
-            h.update(str(path.relative_to(root)).encode() + path.read_bytes())
+            h.update(str(path.relative_to(root)).encode() + untrusted.read_bytes(path, SUBMISSION_BYTES))
+    h.update((why or "").encode())
     return h.hexdigest()
 
 
@@ -174,8 +189,11 @@ class Grader:
         the watchdog stopped in its clean run is not autograded."""
         lab, student = outcome.lab, outcome.student
         notebook = self.root / "submitted" / student / lab / f"{lab}.ipynb"
+        why = submission_problem(self.root, lab, student)
+        if why:
+            return self.failed(outcome, why)
         try:
-            json.loads(notebook.read_text())
+            untrusted.read_json(notebook, feedback.NOTEBOOK_BYTES)
         except (OSError, ValueError) as exc:
             return self.failed(outcome, f"{notebook.name} is not a notebook (not valid JSON: {exc})")
         with tempfile.TemporaryDirectory(prefix="zerobook-replay-") as replays:  # zerobook.run_cache
@@ -192,14 +210,14 @@ class Grader:
         with self.lock:  # one gradebook writer at a time
             outcome.flags += feedback.reconcile(self.root, lab, student, clean)
             outcome.awaiting = feedback.awaiting_in(self.root, lab, student)
-        outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
-        outcome.flags += review.review_file(notebook, lab)  # read, never run
-        feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb")
-        try:
+        try:  # what goes wrong here costs this student alone
+            outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
+            outcome.flags += review.review_file(notebook, lab)  # read, never run
+            feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb")
             with self.lock:
                 nbgrader(self.labs, self.root, "generate_feedback", lab, "--force",
                          "--student", student)
-        except StepFailed as exc:
+        except (StepFailed, OSError, ValueError) as exc:
             return self.failed(outcome, f"its feedback could not be made: {exc}")
         page = self.root / "feedback" / student / lab / f"{lab}.html"
         feedback.label_awaiting(page, outcome.awaiting)

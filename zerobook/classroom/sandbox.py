@@ -25,9 +25,10 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-from zerobook import run_cache
+from zerobook import run_cache, untrusted
 from zerobook.classroom import limits
 
 ETC = ["passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
@@ -106,9 +107,11 @@ def passed_env(environ) -> dict:
 
 
 def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | None = None,
-            environ=None, readable=()) -> list[str]:
+            environ=None, readable=(), copies: dict | None = None) -> list[str]:
     """`argv` wrapped in bwrap: the sandbox above, with `writable` folders bound read-write at
-    their own paths, `cwd` (default: the first writable one) as its working directory; inside,
+    their own paths, and `copies` ({path: a copy of that folder}) each copy bound read-write at
+    the path it copies (what is done there inside stays in the copy; the folder itself is never
+    writable inside), `cwd` (default: the first writable one) as its working directory; inside,
     only passed_env(environ) (default: this process's), HOME and the caches in its private /tmp,
     and `env`. With OFF_ENV=1 in this process's environment: argv itself, unsandboxed.
     A root grader's job uid (zerobook.classroom.limits.job_uid) is given the writable folders and
@@ -118,14 +121,16 @@ def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | No
     uid, bounds = limits.job_uid(), limits.Bounds.from_env()
     args = ["bwrap", *namespaces(uid), "--die-with-parent", *system_binds()]
     args += tmpfs("/tmp", bounds)  # first: a venv may live under /tmp
-    binds = [("--ro-bind", root) for root in read_only_roots()]
-    binds += [("--bind", os.path.realpath(folder)) for folder in writable]
-    binds += [("--ro-bind", os.path.realpath(path)) for path in readable]  # files
-    args += [*folders_to(path for _, path in binds), "--proc", "/proc", "--dev", "/dev"]
+    real, copies = os.path.realpath, copies or {}
+    binds = [("--ro-bind", root, root) for root in read_only_roots()]
+    binds += [("--bind", real(folder), real(folder)) for folder in writable]
+    binds += [("--bind", real(copy), real(path)) for path, copy in copies.items()]
+    binds += [("--ro-bind", real(path), real(path)) for path in readable]  # files
+    args += [*folders_to(dest for *_, dest in binds), "--proc", "/proc", "--dev", "/dev"]
     args += tmpfs("/dev/shm", bounds)
-    args += [a for how, path in binds for a in (how, path, path)]
+    args += [a for bind in binds for a in bind]
     if uid is not None:
-        for path in [*writable, *readable]:
+        for path in [*writable, *copies.values(), *readable]:
             os.chown(path, uid, uid)
     where = cwd or (os.path.realpath(writable[0]) if writable else "/tmp")
     inside = {**passed_env(os.environ if environ is None else environ), "HOME": "/tmp/home",
@@ -222,11 +227,15 @@ class RankSandbox:
 
 def kernel(connection_file: str, extra=()) -> None:
     """Replace this process with an IPython kernel in a sandbox whose only writable folders are
-    the current one (the notebook's, where nbgrader started the kernel) and the folder of its ipc
-    sockets (the kernel has no network to listen on): a folder of its own, named zerobook-kernel-*
-    (zerobook.classroom makes one per nbgrader call); the connection file is bound read-only by
-    itself (jupyter_client may put it in the real /tmp, which must stay out). `extra`: the
-    kernel's other arguments (nbgrader passes --HistoryManager.hist_file=:memory:)."""
+    a copy of the current one (the notebook's, where nbgrader started the kernel), bound at its
+    path, and the folder of its ipc sockets (the kernel has no network to listen on): a folder of
+    its own, named zerobook-kernel-* (zerobook.classroom makes one per nbgrader call, and removes
+    it, the copy inside, after the call). nbgrader, outside the sandbox, writes the notebook's
+    folder after the kernel: what the kernel left there (a link to another submission, to the
+    gradebook, to nbgrader's stdout) would be followed; in the copy, nothing reaches it. The
+    connection file is bound read-only by itself (jupyter_client may put it in the real /tmp,
+    which must stay out). `extra`: the kernel's other arguments (nbgrader passes
+    --HistoryManager.hist_file=:memory:)."""
     import json
 
     info = json.loads(Path(connection_file).read_text())
@@ -235,8 +244,11 @@ def kernel(connection_file: str, extra=()) -> None:
         sys.exit(f"zerobook.classroom.sandbox kernel: needs ipc sockets in a zerobook-kernel-* folder of their own, got "
                  f"transport {info.get('transport')!r} at {info.get('ip')!r}")
     replays = [os.environ[run_cache.CACHE_ENV]] if os.environ.get(run_cache.CACHE_ENV) else []  # the clean run's launches
+    here = os.getcwd()
+    copy = os.path.join(tempfile.mkdtemp(prefix="work-", dir=sockets), "copy")
+    untrusted.copy_tree(here, copy)
     argv = command([sys.executable, "-m", "ipykernel_launcher", "-f", os.path.abspath(connection_file), *extra],
-                   writable=[os.getcwd(), sockets], readable=[connection_file, *replays],
+                   writable=[sockets], copies={here: copy}, cwd=here, readable=[connection_file, *replays],
                    env={"JUPYTER_RUNTIME_DIR": sockets})
     set_limits()
     os.execvp(argv[0], argv)
