@@ -118,6 +118,75 @@ for source in (pathlib.Path(zerobook.__file__).parents[1] / "labs" / "setup_chec
 subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
 """.replace("MARK", MARK)
 
+# Links left where the trusted side reads or writes after the student's code: its own
+# autograded notebook made a link to another student's submission, to the grader's stdout;
+# links to the instructor's notebook and the gradebook left beside it (nbgrader copies the
+# folder's other files into the feedback); a rank's report linked to /dev/zero once that rank
+# had finished. Each in the cell that defines expected_total (the kernel runs it in the
+# notebook's folder; the clean run's function server in a folder of its own).
+LINK_OVER_REFERENCE = """
+import os, pathlib
+try:
+    _victim = pathlib.Path.cwd().parents[2] / "submitted" / "reference" / "setup_check"
+    os.remove("setup_check.ipynb")
+    os.symlink(_victim / "setup_check.ipynb", "setup_check.ipynb")
+except OSError as exc:
+    print("could not link", type(exc).__name__)
+"""
+LINK_TO_STDOUT = """
+import os
+try:
+    os.remove("setup_check.ipynb")
+    os.symlink("/proc/self/fd/1", "setup_check.ipynb")
+except OSError as exc:
+    print("could not link", type(exc).__name__)
+"""
+LINK_SECRETS = """
+import os, pathlib, zerobook
+_course = pathlib.Path.cwd().parents[2]
+_labs = pathlib.Path(zerobook.__file__).parents[1] / "labs" / "setup_check"
+for _name, _target in (("solution.txt", _labs / "setup_check.ipynb"),
+                       ("grades.db", _course / "gradebook.db")):
+    try:
+        os.symlink(_target, _name)
+    except OSError as exc:
+        print("could not link", type(exc).__name__)
+"""
+POISON_REPORT = """
+
+import os as _os
+import time as _time
+
+
+def _link_rank0_report_to_dev_zero():
+    folder = _os.environ.get("ZEROBOOK_REPORT_DIR", ".")
+    deadline = _time.monotonic() + 20
+    while not _os.path.exists(_os.path.join(folder, "rank0.done")):
+        if _time.monotonic() > deadline:
+            return
+        _time.sleep(0.05)
+    _os.symlink("/dev/zero", _os.path.join(folder, "zero"))
+    _os.replace(_os.path.join(folder, "zero"), _os.path.join(folder, "rank0.json"))
+"""
+HIDDEN_TEST = "for world_size in (1, 2, 7, 64)"  # in the instructor's notebook only
+SQLITE = b"SQLite format 3\x00"  # the first bytes of the gradebook
+
+
+def planted(root) -> dict:
+    """student -> how their submitted folder is made, holding a link: the notebook itself
+    linked to the instructor's (which would score full marks, solutions and all), or a
+    notebook beside a link to /dev/zero (nbgrader would copy it without end)."""
+    release = root / "release" / LAB / f"{LAB}.ipynb"
+
+    def notebook_is_a_link(folder):
+        (folder / f"{LAB}.ipynb").symlink_to(SOURCE)
+
+    def beside_dev_zero(folder):
+        (folder / f"{LAB}.ipynb").write_text(release.read_text())
+        (folder / "data.bin").symlink_to("/dev/zero")
+
+    return {"submits_link": notebook_is_a_link, "submits_dev_zero": beside_dev_zero}
+
 
 def submissions(root) -> dict[str, str]:
     release = (root / "release" / LAB / f"{LAB}.ipynb").read_text()
@@ -160,6 +229,28 @@ def submissions(root) -> dict[str, str]:
             lambda s: s + "\nprint('x' * 50_000_000)\n",
         ),
         "not_json": solution[: len(solution) // 3],
+        **{
+            student: edit(
+                part1_ok(release), "part1_expected_total", lambda s: s + "\n" + code
+            )
+            for student, code in (
+                ("link_over_reference", LINK_OVER_REFERENCE),
+                ("link_to_stdout", LINK_TO_STDOUT),
+                ("link_secrets", LINK_SECRETS),
+            )
+        },
+        "poison_report": edit(
+            solution,
+            "rank_script",
+            lambda s: (
+                s.replace(
+                    "    return value.item()",
+                    "    if rank == 1:\n        _link_rank0_report_to_dev_zero()\n"
+                    "    return value.item()",
+                )
+                + POISON_REPORT
+            ),
+        ),
     }
 
 
@@ -203,7 +294,18 @@ def grade_class(root) -> dict:
         folder = root / "submitted" / student / LAB
         folder.mkdir(parents=True)
         (folder / f"{LAB}.ipynb").write_text(notebook)
+    for student, plant in planted(root).items():
+        folder = root / "submitted" / student / LAB
+        folder.mkdir(parents=True)
+        plant(folder)
     source_before = SOURCE.read_bytes()
+    before = {  # what links point to, as it was
+        "source_mode": SOURCE.stat().st_mode,
+        "gradebook_mode": (root / "gradebook.db").stat().st_mode,
+        "reference": (
+            root / "submitted" / "reference" / LAB / f"{LAB}.ipynb"
+        ).read_text(),
+    }
     start = time.monotonic()
     done = run_grading("grade", "--jobs", "2", root=root, check=False)
     return {
@@ -213,6 +315,7 @@ def grade_class(root) -> dict:
         "stderr": done.stderr,
         "seconds": time.monotonic() - start,
         "source_before": source_before.hex(),
+        "before": before,
     }
 
 
@@ -261,6 +364,102 @@ def test_vandalism_reaches_nobody_else_nor_the_gradebook_nor_the_course(graded):
     assert notebook["cells"]  # not overwritten with {}
     assert SOURCE.read_bytes() == source_before
     assert scores["vandal"]["test_part1"] == 1  # its honest part still counts
+
+
+def before_grading(root) -> dict:
+    """What grade_class noted before grading: the modes of what links point to, and the
+    reference's submitted notebook."""
+    return json.loads((root.parent / "hostile.json").read_text())["before"]
+
+
+def test_a_notebook_linked_over_another_submission_reaches_nobody_else(graded):
+    """Attack 1: its autograded notebook became a link to the reference's submission, and
+    nbgrader, outside the sandbox, wrote through it (the reference was zeroed). The kernel
+    now works in a copy of its folder: the link stays there."""
+    root, _, _, scores, _ = graded
+    submitted = root / "submitted" / "reference" / LAB / f"{LAB}.ipynb"
+    assert submitted.read_text() == before_grading(root)["reference"]
+    assert scores["reference"] == POINTS
+    assert total(root, "reference") == sum(POINTS.values())
+    # its honest part counts, nothing more
+    assert scores["link_over_reference"] == {
+        "test_part1": 1,
+        "test_all_reduce": 0,
+        "test_gather": 0,
+    }
+
+
+def test_links_left_beside_the_notebook_bring_no_secret_into_any_feedback(graded):
+    """Attack 2: links to the instructor's notebook and to the gradebook, left in the
+    notebook's folder, were copied into its feedback by nbgrader (and their targets made
+    read-only). No feedback file holds a hidden test or the gradebook's bytes now."""
+    root, _, _, scores, _ = graded
+    for path in (root / "feedback").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert HIDDEN_TEST.encode() not in data and SQLITE not in data, path
+    theirs = root / "feedback" / "link_secrets" / LAB
+    assert sorted(p.name for p in theirs.iterdir()) == [f"{LAB}.html"]
+    before = before_grading(root)
+    assert SOURCE.stat().st_mode == before["source_mode"]
+    assert (root / "gradebook.db").stat().st_mode == before["gradebook_mode"]
+    assert scores["link_secrets"]["test_part1"] == 1
+
+
+def test_a_notebook_linked_to_the_graders_stdout_stops_nobody(graded):
+    """Attack 3: its autograded notebook became a link to /proc/self/fd/1, and reading it
+    back stopped the whole class's grading (no grades.csv). Now: everyone is graded but those
+    who could not be, each with a reason, and grades.csv has a row for every one."""
+    root, done, _, scores, _ = graded
+    not_graded = {"kernel_exit", "ignores_interrupt", "not_json", *planted(root)}
+    everyone = {*submissions(root), *planted(root)}
+    lines = done.stdout.splitlines()
+    graded_ = {
+        line.split(" / ")[0] for line in lines if f" / {LAB}: graded in " in line
+    }
+    failed = {
+        line.split(" / ")[0].removeprefix("NOT GRADED: ")
+        for line in lines
+        if line.startswith("NOT GRADED: ")
+    }
+    assert (graded_, failed) == (everyone - not_graded, not_graded), done.stdout[-3000:]
+    with open(root / "grades.csv") as f:
+        rows = {r["student_id"] for r in csv.DictReader(f) if r["assignment"] == LAB}
+    assert rows == everyone
+    assert scores["link_to_stdout"]["test_part1"] == 1
+
+
+def test_a_report_linked_to_dev_zero_by_another_rank_fails_that_part_saying_why(graded):
+    """Attack 4: once rank 0 had finished, rank 1 replaced its report by a link to /dev/zero,
+    which the trusted clean run read without bound. Now the launch fails, naming the file;
+    the student's other parts count."""
+    root, _, _, scores, _ = graded
+    assert scores["poison_report"] == {
+        "test_part1": 1,
+        "test_all_reduce": 0,
+        "test_gather": 2,
+    }
+    assert "rank0.json cannot be trusted" in feedback_page(root, "poison_report", LAB)
+
+
+@pytest.mark.parametrize(
+    "student, named",
+    [("submits_link", f"{LAB}.ipynb"), ("submits_dev_zero", "data.bin")],
+)
+def test_a_submitted_folder_holding_a_link_is_not_graded_naming_it(
+    graded, student, named
+):
+    """A link in the folder the instructor collected (nbgrader's autograde copies following
+    links: the instructor's notebook would be graded and shown; /dev/zero copied without
+    end): checked before anything reads the folder; that student alone is not graded."""
+    root, done, _, _, _ = graded
+    reason = f"submit regular files only, at most 1,000 of them and 128 MiB: {LAB}/{named} is a symbolic link"
+    assert f"NOT GRADED: {student} / {LAB}: {reason}" in done.stdout, done.stdout[
+        -3000:
+    ]
+    assert total(root, student) == 0
+    assert reason in feedback_page(root, student, LAB)
+    assert not (root / "autograded" / student).exists()
 
 
 def test_no_process_a_submission_started_survives_grading(graded):
@@ -312,7 +511,7 @@ def test_grading_again_regrades_only_what_changed(graded, tmp_path):
     import shutil
 
     root = tmp_path / "again"  # a copy: the other tests read the first run's files
-    shutil.copytree(graded[0], root)
+    shutil.copytree(graded[0], root, symlinks=True)  # data.bin links to /dev/zero
     # fixed and resubmitted
     (root / "submitted" / "not_json" / LAB / f"{LAB}.ipynb").write_text(
         SOURCE.read_text()
