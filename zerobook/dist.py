@@ -181,6 +181,11 @@ def _jsonable(value):
     )
 
 
+_reported: list[str | None] = [
+    None
+]  # the text of this rank's report file, as report wrote it
+
+
 def report(**values) -> None:
     """Send JSON-able values back to the notebook: they appear in `result.ranks[rank]`.
 
@@ -199,10 +204,11 @@ def report(**values) -> None:
         print(f"[report] {text}", flush=True)
         return
     path = Path(folder) / f"rank{this_rank()}.json"
-    merged = json.loads(path.read_text()) if path.exists() else {}
+    merged = json.loads(_reported[0] or "{}")  # what this process wrote, not the file
     merged.update(json.loads(text))
-    _write_atomically(path, json.dumps(merged))
-    report_guard.written(path, json.dumps(merged))
+    _reported[0] = json.dumps(merged)
+    _write_atomically(path, _reported[0])
+    report_guard.written(path, _reported[0])
 
 
 def record_failure(
@@ -240,11 +246,21 @@ def take_token() -> str | None:
     return token
 
 
+def finish_mark(token: str, report_text: str) -> str:
+    """The finish token's signature of a report: HMAC-SHA256 of its text under the token."""
+    import hmac
+
+    return hmac.new(token.encode(), report_text.encode(), "sha256").hexdigest()
+
+
 def mark_finished(token: str | None) -> None:
-    """Tell the launcher the target returned: its finish token, written after the last line ran."""
+    """Tell the launcher the target returned, after its last line ran: the finish token's
+    signature of what this rank reported (finish_mark), so that the launcher can tell the
+    report the rank wrote from one another process of the run wrote over it."""
     folder = os.environ.get(REPORT_DIR_ENV)
     if folder and token:
-        _write_atomically(Path(folder) / f"rank{this_rank()}.done", token)
+        mark = finish_mark(token, _reported[0] or "")
+        _write_atomically(Path(folder) / f"rank{this_rank()}.done", mark)
 
 
 def record_signal_death(signal_name: str) -> None:
@@ -259,11 +275,12 @@ def record_signal_death(signal_name: str) -> None:
 
 
 def forget_failure() -> None:
-    """Remove this rank's failure records, if an earlier attempt of the run left them."""
+    """Remove this rank's failure records and report, if an earlier attempt of the run (torchrun
+    --max-restarts) left them: what a run returns is its last attempt's."""
     folder = os.environ.get(REPORT_DIR_ENV)
     if folder:
-        for kind in ("error", "signal"):
-            (Path(folder) / f"rank{this_rank()}.{kind}.json").unlink(missing_ok=True)
+        for name in ("error.json", "signal.json", "json"):
+            (Path(folder) / f"rank{this_rank()}.{name}").unlink(missing_ok=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:

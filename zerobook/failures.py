@@ -78,12 +78,20 @@ def issue_tokens(report_dir: str, nproc: int, attempts: int) -> dict[int, set[st
 
 def raise_if_unfinished(
     report_dir: str, tokens: dict[int, set[str]], stream, target: str
-) -> None:
-    """Raise LaunchError for a rank that exited 0 without its script returning: its code ended the
-    process early, so what it reported (if anything) is not the script's result."""
+) -> dict[int, str]:
+    """Each rank's report, as the rank wrote it: {rank: its text ("" if none)}. Raise
+    LaunchError for a rank that exited 0 without its script returning (its code ended the
+    process early, so what it reported is not the script's result), or whose report is not the
+    one its finish mark signs (zerobook.dist.finish_mark: another process of the run wrote it)."""
+    from zerobook.dist import finish_mark
+
+    reports = {}
     for rank, valid in tokens.items():
         done = Path(report_dir) / f"rank{rank}.done"
-        if run_file(done, DONE_BYTES) not in valid:
+        report = Path(report_dir) / f"rank{rank}.json"
+        reports[rank] = run_file(report, REPORT_BYTES) or ""
+        mark = run_file(done, DONE_BYTES)
+        if mark is None:
             raise LaunchError(
                 f"rank {rank} ended before {target} finished, with no error: something in "
                 f"it ended the process early (os._exit, say), so its results do not count; "
@@ -91,6 +99,14 @@ def raise_if_unfinished(
                 rank=rank,
                 log="\n".join(stream.log),
             )
+        if not any(mark == finish_mark(t, reports[rank]) for t in valid):
+            raise LaunchError(
+                f"rank {rank}'s report was changed after rank {rank} wrote it (by another "
+                "process of the run), so the run's results do not count",
+                rank=rank,
+                log="\n".join(stream.log),
+            )
+    return reports
 
 
 def raise_if_failed(report_dir: str, stream, target: str) -> None:

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
-from zerobook.failures import (REPORT_BYTES, LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
-                               raise_if_unfinished, read_json, timeout_message)
+from zerobook.failures import (LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
+                               raise_if_unfinished, timeout_message)
 from zerobook.lifetime import RANK_NAME, die_with_parent
 from zerobook import zygote
 from zerobook.rank_output import RankOutput
@@ -145,8 +145,8 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
             _log_launch(target, nproc, args, seconds, _children_cpu() - cpu)
         if not (max_restarts and stream.returncode == 0):  # a recovered run's failures are history
             raise_if_failed(report_dir, stream, target)
-        raise_if_unfinished(report_dir, tokens, stream, target)
-        ranks = [read_json(Path(report_dir) / f"rank{r}.json", REPORT_BYTES) for r in range(nproc)]
+        reports = raise_if_unfinished(report_dir, tokens, stream, target)
+        ranks = [json.loads(reports[r] or "{}") for r in range(nproc)]
     return RunResult(ranks=ranks, log="\n".join(stream.log), seconds=seconds, lines=stream.ranks)
 
 

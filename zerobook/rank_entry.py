@@ -12,6 +12,9 @@ saw, so the watcher records the signal that ended its rank, if one did. The rank
 handlers before it leaves by `os._exit` (which would skip them).
 (`python -m torch.distributed.run ... -m zerobook.rank_entry TARGET` runs it the usual way too.)
 
+In a grading sandbox's run, the rank is confined before its target runs (zerobook.graded_rank:
+it cannot start a process, and the other ranks cannot read its memory).
+
 TARGET is a module name (`zerobook.runs.hello`) or a path to a `.py` file. When it returns, this
 rank writes its finish token (read and deleted before the target ran), so that the launcher can
 tell a finished script from one that ended the process early (`os._exit`, or `sys.exit()`, which
@@ -31,6 +34,7 @@ import sys
 import traceback
 import warnings
 
+from zerobook import graded_rank
 from zerobook.lifetime import die_with_parent, name_rank
 from zerobook.dist import (
     flush_streams,
@@ -168,6 +172,16 @@ def run_rank(argv: list[str]) -> None:
     """Run TARGET as this rank; leave by os._exit, recording any failure first."""
     name_rank()
     token = take_token()  # first: the target's code must not find it
+    if (
+        graded_rank.wanted()
+    ):  # a grading sandbox's rank: no new process, unreadable by peers
+        why = graded_rank.confine()
+        if why:
+            fail(
+                f"RuntimeError: {why}",
+                f"a graded rank could not be confined: {why}\n",
+                1,
+            )
     faulthandler.register(
         signal.SIGUSR1, all_threads=True
     )  # the launcher's "where are you?" at a timeout
