@@ -102,6 +102,6 @@ def test_a_capstone_that_patches_the_held_out_loss_scores_nothing(
         "_ct.held_out_bits = lambda *args: 0.0\n",
     )
     with pytest.raises(
-        zb.LaunchError, match="tampering: your code replaced .*held_out"
+        zb.LaunchError, match="tampering: the student's code replaced .*held_out"
     ):
         launch(student, "train")

@@ -132,7 +132,7 @@ BORROWED = {
     "ring_allreduce": (
         "bytes",
         "from zerobook.collectives import ring_all_reduce\n",
-        "your ring_all_reduce is zerobook.collectives.ring_all_reduce, the course's own code",
+        "zerobook.collectives is the course's own implementation of what this lab grades",
     ),
     "fsdp2": (
         "checkpoint",
@@ -147,16 +147,29 @@ BORROWED = {
         "zerobook.measure.unique_bytes is the course's own implementation",
     ),
 }
-CAUGHT_RING = """
-import torch.distributed as dist
-from zerobook import collectives
+CAUGHT_COUNT = """
+from zerobook import measure
 
 
-def ring_all_reduce(tensor):
+def count_state_bytes(params, grads, states):
     try:
-        collectives.ring_all_reduce(tensor)
-    except Exception:
-        dist.all_reduce(tensor)  # the refusal caught: the call still does not count
+        return measure.model_state_bytes(params, grads, states)
+    except Exception:  # the refusal caught: the call still does not count
+        return {"params": 0, "grads": 0, "optimizer": 0}
+"""
+# the guard's original, taken from its closure: the call is seen however it was reached
+FROM_CLOSURE = """
+from zerobook import measure
+
+_count = next(
+    c.cell_contents for c in measure.unique_bytes.__closure__ if callable(c.cell_contents)
+)
+
+
+def count_state_bytes(params, grads, states):
+    seen = set()
+    kinds = (("params", params), ("grads", grads), ("optimizer", states))
+    return {name: _count(tensors, seen) for name, tensors in kinds}
 """
 
 
@@ -168,21 +181,44 @@ def test_a_graded_function_taken_from_the_course_fails_its_part_saying_so(
     student = tmp_path / f"{lab}_student.py"
     # defined last: the borrowed one counts (debug=False: Lab 1's DDP crashes under it)
     student.write_text(lab_solution(lab) + "\n\n" + borrowing)
-    with pytest.raises(zb.LaunchError, match="Withheld") as caught:
+    with pytest.raises(zb.LaunchError, match="Withheld|ImportError") as caught:
         zb.grading.run_part(lab, str(student), part, nproc=2, echo=False, debug=False)
     assert message in str(caught.value)
 
 
-def test_a_course_ring_called_and_its_refusal_caught_still_fails(tmp_path):
-    student = tmp_path / "ring_student.py"
-    student.write_text(CAUGHT_RING)
+@pytest.mark.parametrize("how", ["refusal caught", "original from the closure"])
+def test_a_withheld_function_called_anyway_fails_the_part(tmp_path, how):
+    """Lab 1's harness needs the course's byte counter itself, so it is withheld, not
+    forbidden: a call is refused even when the refusal is caught, and a call of the original
+    taken from the guard's closure is seen by the grader's watch (zerobook.labs.withhold)."""
+    student = tmp_path / "memory_student.py"
+    student.write_text(CAUGHT_COUNT if how == "refusal caught" else FROM_CLOSURE)
     with pytest.raises(zb.LaunchError) as caught:
         zb.grading.run_part(
-            "ring_allreduce", str(student), "correct", nproc=2, echo=False
+            "memory", str(student), "fp32", nproc=2, echo=False, debug=False
         )
+    name = "model_state_bytes" if how == "refusal caught" else "unique_bytes"
     assert (
-        "ring_all_reduce() called zerobook.collectives.ring_all_reduce, the course's own"
+        f"count_state_bytes() called zerobook.measure.{name}, the course's own"
         in str(caught.value)
+    )
+
+
+def test_lab6s_checkpoint_taken_from_its_guards_closure_fails_the_part(tmp_path):
+    """Lab 6's harness keeps the course's DCP save importable (it uses its module): the
+    original taken from the guard's closure is seen when called (zerobook.labs.withhold)."""
+    student = tmp_path / "fsdp2_student.py"
+    student.write_text(
+        lab_solution("fsdp2")
+        + "\n\nfrom zerobook import sharded_checkpoint\n\n_save = next(\n"
+        "    c.cell_contents\n    for c in sharded_checkpoint.save.__closure__\n"
+        "    if callable(c.cell_contents)\n)\n\n\ndef save(model, optimizer, path):\n"
+        "    _save(model, optimizer, 0, path)\n"
+    )
+    with pytest.raises(zb.LaunchError) as caught:
+        zb.grading.run_part("fsdp2", str(student), "checkpoint", nproc=2, echo=False)
+    assert "save() called zerobook.sharded_checkpoint.save, the course's own" in str(
+        caught.value
     )
 
 

@@ -20,7 +20,9 @@ held until `wait()` copies the result in.
 Events: [name, i, async_op] for the i-th held collective (name "all_reduce",
 "reduce_scatter_tensor" or "all_gather_into_tensor"; a copy of its input in `inputs[i]`,
 one numbering for all three), ["wait", i], ["broadcast", numel], [name] for any other
-collective.
+collective. Beside each event, `counts` holds the process group's own count of the collectives
+it has run (kept in C++): a lab's harness asks `tampered()` whether the list still agrees with
+it (a collective recorded where the count did not move was written by someone else).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class Handle:
 
     def wait(self, timeout=None) -> bool:
         """Record the wait; copy the result into the tensor (the first time)."""
-        self.flight.events.append(["wait", self.index])
+        self.flight.add(["wait", self.index])
         if self.result is not None:
             self.tensor.copy_(self.result)
             self.result = None
@@ -59,6 +61,25 @@ class Handle:
         raise NotImplementedError("this run's collective handles support wait() only")
 
 
+RECORDED = (
+    "all_reduce",
+    "broadcast",
+    *HELD,
+)  # each moves the process group's count by one
+
+
+def sequence_number(group=None) -> int:
+    """The default process group's own count of the collectives it has run; -1 for another
+    group's collective (group=-1: one not checked) or where the backend keeps no count."""
+    try:
+        default = c10d._get_default_group()
+        if group is not None and group is not default:
+            return -1
+        return default._get_sequence_number_for_group()
+    except (RuntimeError, AttributeError, ValueError):
+        return -1
+
+
 class InFlight:
     """Context manager: each all-reduce, reduce-scatter and all-gather (into a tensor) of
     this process returns a Handle (async_op=True) or completes at once, and is recorded
@@ -66,6 +87,9 @@ class InFlight:
 
     def __init__(self) -> None:
         self.events: list[list] = []
+        self.counts: list[
+            int
+        ] = []  # the process group's own count of collectives at each event
         self.inputs: list[torch.Tensor] = []
         self.saved: dict = {}
         self.buffers: dict[
@@ -94,16 +118,38 @@ class InFlight:
 
     def note(self, *event) -> None:
         """Add the caller's own event (a gradient's arrival, a phase) to the list."""
-        self.events.append(list(event))
+        self.add(list(event))
+
+    def add(self, event: list, group=None) -> None:
+        """Append `event`, with the process group's count of the collectives it has run
+        (C++'s: Python cannot set it back), for `tampered` to check the list against."""
+        self.events.append(event)
+        self.counts.append(sequence_number(group))
+
+    def tampered(self) -> str | None:
+        """What is wrong with the events, if something other than this record wrote them: a
+        count missing, or a collective recorded where the process group's count did not move."""
+        if len(self.counts) != len(self.events):
+            return f"{len(self.events)} events but {len(self.counts)} counts of collectives"
+        last = None
+        for i, (event, count) in enumerate(zip(self.events, self.counts)):
+            if count < 0:  # another group's, or no count
+                continue
+            if last is not None and (
+                count < last or (event[0] in RECORDED and count == last)
+            ):
+                return f"event {i} ({event[0]}) is not where the process group ran it"
+            last = count
+        return None
 
     def all_reduce(self, tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
         """all_reduce of `tensor` (any shape), summed now; the sum lands in `tensor` at
         once (async_op=False) or at the returned Handle's wait() (async_op=True)."""
         index = len(self.inputs)
         self.inputs.append(tensor.detach().clone())
-        self.events.append(["all_reduce", index, bool(async_op)])
         result = tensor.detach().clone()
         self.saved["all_reduce"](result, op=op, group=group)
+        self.add(["all_reduce", index, bool(async_op)], group)
         if not async_op:
             tensor.copy_(result)
             return None
@@ -119,9 +165,9 @@ class InFlight:
             index = len(self.inputs)
             self.inputs.append(input.detach().clone())
             self.buffers[index] = input.untyped_storage().data_ptr()
-            self.events.append([name, index, bool(async_op)])
             result = torch.empty_like(output)
             original(result, input, *args, **kwargs)
+            self.add([name, index, bool(async_op)], kwargs.get("group"))
             if not async_op:
                 output.copy_(result)
                 return None
@@ -132,16 +178,18 @@ class InFlight:
 
     def broadcast(self, tensor, src=None, group=None, async_op=False, **kwargs):
         """broadcast, unchanged; recorded with the tensor's numel."""
-        self.events.append(["broadcast", tensor.numel()])
         broadcast = self.saved["broadcast"]
-        return broadcast(tensor, src, group=group, async_op=async_op, **kwargs)
+        work = broadcast(tensor, src, group=group, async_op=async_op, **kwargs)
+        self.add(["broadcast", tensor.numel()], group)
+        return work
 
     def recorded(self, name: str):
         """Collective `name`, unchanged, recorded by name."""
         original = self.saved[name]
 
         def call(*args, **kwargs):
-            self.events.append([name])
-            return original(*args, **kwargs)
+            work = original(*args, **kwargs)
+            self.add([name], kwargs.get("group", -1))  # p2p and coalesced: not checked
+            return work
 
         return call

@@ -113,8 +113,9 @@ def check_kept(step: dict, report: dict) -> list[str]:
             found.append(f"{what}: {kept[what]:,} bytes, expected {allowed[0]:,} "
                          f"({allowed[0] // pieces} bytes x {pieces:,} elements of pieces)")  # fmt: skip
     if kept["other"]:
-        found.append(f"your object holds {kept['other']:,} more bytes of tensors between "
-                     "steps: keep only the pieces, their gradients and the optimizer")  # fmt: skip
+        found.append(f"your code holds {kept['other']:,} more bytes of tensors between steps "
+                     "(in its object, its file's globals or its hooks): keep only the pieces, "
+                     "their gradients and the optimizer")  # fmt: skip
     return found
 
 

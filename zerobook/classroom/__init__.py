@@ -5,6 +5,9 @@
 release       the student versions (nbgrader), with the files that tell assistants to tutor
 grade         every submission: autograded in a sandbox, scored by a clean run, bounded
 clean_score   the clean run: the course's tests against a submission, in a process of its own
+function_server  the functions a notebook defines, run sandboxed for the clean run
+unseen        the course's implementation of what a lab grades, hidden from its sandboxes
+review        flags for the instructor: what no solution needs, read from the cells (not run)
 sandbox       bubblewrap around a student's kernel and ranks; RankSandbox for zb.torchrun
 limits        what one submission may use together (processes, memory, disk), and job uids
 watchdog      kills a submission that passes its bounds, recording why

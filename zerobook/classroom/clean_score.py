@@ -14,25 +14,23 @@ autograded cell, or {"error": why} for a submission that is not a notebook.
 from __future__ import annotations
 
 import ast
-import builtins
 import json
 import os
 import signal
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from zerobook import grading, untrusted
-from zerobook.classroom import sandbox
+from zerobook.classroom import sandbox, unseen
+from zerobook.classroom.function_server import FunctionServer
 from zerobook.classroom.feedback import NOTEBOOK_BYTES
 
 CELL_TIMEOUT_ENV = "ZEROBOOK_CELL_TIMEOUT"
 CELL_TIMEOUT_S = (
     600  # a graded cell unless the grader says (its launches stop themselves sooner)
 )
-CALL_TIMEOUT_S = 60  # one call of a notebook function in the sandbox
-MAX_REPLY_CHARS = 64 * 2**20  # one answer of the function server (a JSON line) at most
 
 
 def nbgrader_meta(cell: dict) -> dict:
@@ -98,105 +96,6 @@ def defined_functions(source: str) -> list[str]:
         return []
 
 
-class FunctionServer:
-    """The student's notebook functions, run in a sandboxed process (SERVER below): `call(name,
-    args, kwargs)` sends JSON, gets the result back, or raises the student's exception (by name:
-    builtins' types as they are, anything else as RuntimeError)."""
-
-    def __init__(self, setup: str, student: str, workdir: Path):
-        argv = sandbox.command([sys.executable, "-c", SERVER], writable=[str(workdir)])
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-            preexec_fn=sandbox.set_limits,
-        )
-        self.send({"setup": setup, "student": student})
-        try:
-            self.started = self.receive()
-        except (
-            TimeoutError,
-            RuntimeError,
-        ) as exc:  # it looped, or ended the process, before defining anything
-            self.started = {"ok": False, "error": str(exc)}
-
-    def send(self, message: dict) -> None:
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-
-    def receive(self) -> dict:
-        def expired(*_):
-            raise TimeoutError(
-                f"a notebook function ran longer than {CALL_TIMEOUT_S} s"
-            )
-
-        old = signal.signal(signal.SIGALRM, expired)
-        signal.alarm(CALL_TIMEOUT_S)
-        try:
-            line = self.proc.stdout.readline(MAX_REPLY_CHARS + 1)
-        finally:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, old)
-        if not line:
-            raise RuntimeError(
-                "your notebook's code ended the process (os._exit, a crash or a kill)"
-            )
-        if len(line) > MAX_REPLY_CHARS:
-            raise RuntimeError(
-                f"a notebook function's answer was longer than {MAX_REPLY_CHARS:,} characters"
-            )
-        return json.loads(line)
-
-    def call(self, name: str, args, kwargs):
-        if not self.started.get("ok"):
-            raise RuntimeError(
-                f"your notebook's code did not run: {self.started.get('error')}"
-            )
-        self.send({"call": name, "args": list(args), "kwargs": kwargs})
-        reply = self.receive()
-        if "error" in reply:
-            kind = getattr(builtins, reply["type"], None)
-            kind = (
-                kind
-                if isinstance(kind, type) and issubclass(kind, Exception)
-                else RuntimeError
-            )
-            raise kind(reply["error"])
-        return reply["value"]
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
-
-SERVER = r"""
-import json, os, sys
-channel = os.fdopen(os.dup(1), "w")  # the replies; print() goes to stderr, not here
-os.dup2(2, 1)
-first = json.loads(sys.stdin.readline())
-namespace = {"__name__": "__main__"}
-try:
-    exec(compile(first["setup"], "setup", "exec"), namespace)
-    exec(compile(first["student"], "your notebook", "exec"), namespace)
-    channel.write(json.dumps({"ok": True}) + "\n")
-except BaseException as exc:
-    channel.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
-channel.flush()
-for line in sys.stdin:
-    request = json.loads(line)
-    try:
-        value = namespace[request["call"]](*request["args"], **request["kwargs"])
-        reply = json.dumps({"value": value})
-    except BaseException as exc:
-        reply = json.dumps({"error": f"{exc}", "type": type(exc).__name__})
-    channel.write(reply + "\n")
-    channel.flush()
-"""
-
-
 def run_cell(source: str, namespace: dict) -> str | None:
     """Execute one trusted cell; None if it passed, else its error in one line."""
     limit = int(float(os.environ.get(CELL_TIMEOUT_ENV, CELL_TIMEOUT_S)))
@@ -239,8 +138,11 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
         }
     source = json.loads((Path(labs) / lab / f"{lab}.ipynb").read_text())
     os.chdir(workdir)
+    # the course's implementation of what the lab grades: hidden from every sandbox here
+    stub_dir = tempfile.TemporaryDirectory(prefix="zerobook-unseen-")
+    hidden = {"hidden": unseen.files(lab), "stub": unseen.write_stub(stub_dir.name)}
     grading.sandbox_ranks(
-        sandbox.RankSandbox([workdir])
+        sandbox.RankSandbox([workdir], **hidden)
     )  # the ranks see only this folder
     namespace, setup, results, server = {"__name__": "__main__"}, [], {}, None
     try:
@@ -263,6 +165,7 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
                         if k == "solution" and m.get("grade_id") in theirs
                     ),
                     workdir,
+                    hidden,
                 )
                 for name in defined_functions(student):
                     namespace[name] = lambda *a, _n=name, **k: server.call(_n, a, k)
@@ -280,6 +183,7 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
     finally:
         if server:
             server.close()
+        stub_dir.cleanup()
     return results
 
 

@@ -29,7 +29,8 @@ import tempfile
 from pathlib import Path
 
 from zerobook import run_cache, untrusted
-from zerobook.classroom import limits
+from zerobook.graded_rank import GRADED_ENV
+from zerobook.classroom import limits, unseen
 
 ETC = ["passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
        "alternatives", "fonts"]  # what programs read from /etc: not shadow, not the machine's secrets
@@ -107,13 +108,15 @@ def passed_env(environ) -> dict:
 
 
 def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | None = None,
-            environ=None, readable=(), copies: dict | None = None) -> list[str]:
+            environ=None, readable=(), copies: dict | None = None, hidden=(),
+            stub=None) -> list[str]:
     """`argv` wrapped in bwrap: the sandbox above, with `writable` folders bound read-write at
     their own paths, and `copies` ({path: a copy of that folder}) each copy bound read-write at
     the path it copies (what is done there inside stays in the copy; the folder itself is never
     writable inside), `cwd` (default: the first writable one) as its working directory; inside,
     only passed_env(environ) (default: this process's), HOME and the caches in its private /tmp,
-    and `env`. With OFF_ENV=1 in this process's environment: argv itself, unsandboxed.
+    and `env`; `hidden` files and folders of the package replaced by `stub` (zerobook.classroom.
+    unseen). With OFF_ENV=1 in this process's environment: argv itself, unsandboxed.
     A root grader's job uid (zerobook.classroom.limits.job_uid) is given the writable folders and
     the readable files, and the processes inside run as it."""
     if os.environ.get(OFF_ENV) == "1":
@@ -129,6 +132,7 @@ def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | No
     args += [*folders_to(dest for *_, dest in binds), "--proc", "/proc", "--dev", "/dev"]
     args += tmpfs("/dev/shm", bounds)
     args += [a for bind in binds for a in bind]
+    args += unseen.binds(hidden, stub) if hidden else []  # over the package's bind
     if uid is not None:
         for path in [*writable, *copies.values(), *readable]:
             os.chown(path, uid, uid)
@@ -213,12 +217,15 @@ class RankSandbox:
     theirs, each process started under set_limits (grading: the student's code sees
     nothing else)."""
 
-    def __init__(self, writable):
+    def __init__(self, writable, hidden=(), stub=None):
         self.writable = [str(folder) for folder in writable]
+        self.hidden, self.stub = list(hidden), stub  # zerobook.classroom.unseen
 
     def wrap(self, argv: list[str], report_dir: str, environ: dict) -> list[str]:
         writable = [report_dir, *self.writable]
-        return command(argv, writable=writable, cwd=os.getcwd(), environ=environ)
+        graded = {GRADED_ENV: "1"}  # each rank confined (zerobook.graded_rank)
+        return command(argv, writable=writable, cwd=os.getcwd(), environ=environ, env=graded,
+                       hidden=self.hidden, stub=self.stub)
 
     @staticmethod
     def set_limits() -> None:

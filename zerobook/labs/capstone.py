@@ -31,8 +31,9 @@ import zerobook as zb
 from zerobook import capstone_resume, capstone_train, measure, text, zero3_record
 from zerobook.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
 from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, train
-from zerobook.labs.harness import borrowed, call_student, forbid, load_student
-from zerobook.labs.harness import lab_params, parse_args, replaced, trusted
+from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.labs.withhold import TORCH_DDP
 from zerobook.measure import unique_bytes
 from zerobook.models import GPT
 from zerobook.parity import norm_bound, ordered_sums
@@ -48,6 +49,11 @@ if not 0 < EVERY < KILL_AT < PREFIX <= STEPS or KILL_AT % EVERY:
     raise ValueError(f"capstone: 0 < every < kill_at < prefix <= steps, kill_at a "
                      f"multiple of every: {HIDDEN}")  # fmt: skip
 FORBIDDEN = ("zerobook.zero", "zerobook.ddp", "zerobook.zero3_events")
+UNSEEN = (
+    "zerobook.zero",
+    "zerobook.ddp",
+    "zerobook.zero3_events",
+)  # hidden while graded
 # what the run's record is made with: the student's code may not replace any of it
 GUARDED = {
     **dict.fromkeys(dir(capstone_train), capstone_train),
@@ -198,7 +204,7 @@ def main() -> None:
     refuse_torch_fsdp()
     record = trusted(RecordedAdamW, torch.optim.AdamW, **GUARDED)
     with ordered_sums():
-        student = load_student(cli.student)
+        student = load_student(cli.student, TORCH_DDP)
         if cli.part == "train":
             result = train_part(student, me, data, held_out)
         else:
@@ -206,11 +212,8 @@ def main() -> None:
             result = capstone_resume.resume(
                 make, student, data, me, STEPS, PREFIX, EVERY, KILL_AT
             )
-    problems = [f"tampering: your code replaced {n}" for n in replaced(record)]
-    problems += [f"your file uses {n}" for n in borrowed(student, files)]
-    problems += [f"your model uses {n}" for n in result.pop("fsdp_used", [])]
-    if problems:
-        raise RuntimeError("; ".join(problems) + ": a run that does so scores 0")
+    more = [f"your model uses {n}" for n in result.pop("fsdp_used", [])]
+    refuse("your DDP and ZeRO-3", record, student, files, more=more)
     if cli.part == "train" and me.is_main:
         result["baselines"] = {
             n: text.ngram_bits_per_byte(data, held_out, n) for n in (1, 2)

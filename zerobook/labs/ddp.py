@@ -22,8 +22,9 @@ import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.inflight import Handle, InFlight
-from zerobook.labs.harness import borrowed, call_student, forbid, lab_params
-from zerobook.labs.harness import load_student, parse_args, replaced, trusted
+from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.labs.withhold import TORCH_DDP
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
 from zerobook.training import rank_batch
@@ -42,6 +43,7 @@ BUCKET_CAP_BYTES, STEPS, SEED = (
 )
 BATCH, LR = 2, 1e-3
 FORBIDDEN = ("zerobook.ddp", "zerobook.bucket_events")  # the course's DDP, the grader's
+UNSEEN = ("zerobook.ddp", "zerobook.bucket_events")  # hidden from a graded submission
 ALL_GATHER = dist.all_gather_into_tensor  # the harness's own, never a wrapper
 MEANS = {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * (1 / n)}
 
@@ -238,18 +240,9 @@ def main() -> None:
         InFlight, Handle, Arrivals, equal=torch, cat=torch, clone=torch.Tensor
     )
     with ordered_sums(), InFlight() as flight:
-        student = load_student(cli.student)
+        student = load_student(cli.student, TORCH_DDP)
         run = train(student, me, flight)
-    if replaced(record):
-        raise RuntimeError(
-            f"tampering: the student's code replaced {', '.join(replaced(record))}"
-        )
-    used = borrowed(student, files)
-    if used:
-        raise RuntimeError(
-            f"your file uses {', '.join(used)}, the course's own: write "
-            "your DDP yourself (a submission that uses it scores 0)"
-        )
+    refuse("your DDP", record, student, files, flight)
     model = run.pop("model")
     scale = max(p.detach().abs().max().item() for p in model.parameters())
     parity = difference(model, reference(me, run["steps"][0]["average"]))

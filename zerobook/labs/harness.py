@@ -6,9 +6,10 @@ it like any other failing rank.
 
 The course's package holds its own implementation of what each lab grades (the
 chapters teach with it). `load_student(path, withheld)` makes those functions fail when
-the student's code calls them (the harness's own calls still work), and `call_student`
-refuses a graded function that is the course's code itself: a part that borrows the
-idea scores 0, saying why. A copy of the installed source is not stopped this way.
+the student's code calls them, however it reached them (the harness's own calls still work:
+zerobook.labs.withhold), and `call_student` refuses a graded function that is the course's
+code itself: a part that borrows the idea scores 0, saying why. Both check that the file left
+torch as the harness measures with it (zerobook.labs.untouched).
 """
 
 from __future__ import annotations
@@ -21,17 +22,21 @@ import os
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1]  # zerobook/
+from zerobook.labs.withhold import (  # noqa: F401 - the labs import them from here
+    Forbidden,
+    Withheld,
+    borrowed,
+    course_origin,
+    forbid,
+    student_code,
+    taken,
+    withhold,
+)
+
 # an instructor's hidden parameters for this lab's harness, as JSON (the classroom sets it
 # from a private labs/LAB/hidden_params.json; see lab_params)
 PARAMS_ENV = "ZEROBOOK_LAB_PARAMS"
-# the student's calls in progress (they nest: a hook calls a unit, which calls gather)
-_calls = [0]
-_taken: list[str] = []  # withheld functions the student's code called, in order
-
-
-class Withheld(RuntimeError):
-    """The student's file used the course's own implementation of what a part grades."""
+_torch: list = [None]  # torch as load_student found it (zerobook.labs.untouched.take)
 
 
 def parse_args(parts: list[str], argv=None) -> argparse.Namespace:
@@ -80,65 +85,28 @@ def load_student(path: str, withheld=()):
         )
     import zerobook
     from zerobook import dist, report_guard
+    from zerobook.labs import untouched
 
     withhold(*withheld)
     harness = inspect.currentframe().f_back.f_globals
+    _torch[0] = untouched.take()  # torch as the harness measures with it
     report_guard.guard(
-        harness, owners=(zerobook, dist)
-    )  # from now on only the harness's code reports
+        harness,
+        owners=(zerobook, dist),
+        also=lambda: untouched.check(_torch[0], collectives=False, tensors=True),
+    )  # from now on only the harness's code reports, torch untouched
     spec = importlib.util.spec_from_file_location("student", file)
     module = importlib.util.module_from_spec(spec)
     sys.modules["student"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def withhold(*paths: str) -> None:
-    """Each "module:function" or "module:Class.method" fails when the student's code
-    calls it, wherever zerobook's modules hold it (imported by name too); called by the
-    harness, it works as before."""
-    for path in paths:
-        module_name, _, attribute = path.partition(":")
-        *classes, name = attribute.split(".")
-        owner = importlib.import_module(module_name)
-        for cls in classes:
-            owner = getattr(owner, cls)
-        original = getattr(owner, name)
-        guard = _guard(original, f"{module_name}.{attribute}")
-        setattr(owner, name, guard)
-        if not classes:
-            _replace_in_modules(name, original, guard)
-
-
-def _replace_in_modules(name: str, original, guard) -> None:
-    """`guard` for `original` in every zerobook module that imported it by `name`."""
-    for key, module in list(sys.modules.items()):
-        if key.startswith("zerobook") and getattr(module, name, None) is original:
-            setattr(module, name, guard)
-
-
-def _guard(original, name: str):
-    def withheld(*args, **kwargs):
-        if not _calls[0]:
-            return original(*args, **kwargs)
-        _taken.append(name)
+    before = len(taken)
+    with student_code():  # its import is the student's code too
+        spec.loader.exec_module(module)
+    if len(taken) > before:
         raise Withheld(
-            f"{name} is the course's own implementation of what this part grades: "
-            "under the grader it is not available to your file; write your own"
+            f"your file called {taken[before]} as it was imported: write your own"
         )
-
-    withheld.course_name = name
-    return withheld
-
-
-def course_origin(function) -> str | None:
-    """The course's name of `function` if it is the course's own code, else None."""
-    if getattr(function, "course_name", None):
-        return function.course_name
-    code = getattr(function, "__code__", None)
-    if code is not None and Path(code.co_filename).resolve().is_relative_to(PACKAGE):
-        return f"{function.__module__}.{function.__qualname__}"
-    return None
+    untouched.check(_torch[0])
+    return module
 
 
 def call_student(module, name: str, *args):
@@ -147,87 +115,31 @@ def call_student(module, name: str, *args):
     function = getattr(module, name, None)
     if function is None:
         raise AttributeError(f"your file defines no function {name!r}")
-    borrowed = course_origin(function)
-    if borrowed:
+    origin = course_origin(function)
+    if origin:
         raise Withheld(
-            f"your {name} is {borrowed}, the course's own code: "
+            f"your {name} is {origin}, the course's own code: "
             "a graded function must be written in your file"
         )
-    before = len(_taken)
-    _calls[0] += 1
+    before = len(taken)
     try:
-        result = function(*args)
+        with student_code():
+            result = function(*args)
     except SystemExit as exc:
         raise RuntimeError(
             f"{name}() called sys.exit({exc.code!r}); return a value instead"
         ) from None
     except NotImplementedError:
         raise NotImplementedError(f"{name}() is not implemented yet") from None
-    finally:
-        _calls[0] -= 1
-    if len(_taken) > before:  # the student's code caught the refusal: still not its own
+    if len(taken) > before:  # the student's code caught the refusal: still not its own
         raise Withheld(
-            f"{name}() called {_taken[before]}, the course's own "
+            f"{name}() called {taken[before]}, the course's own "
             "implementation of what this part grades; write your own"
         )
+    from zerobook.labs import untouched
+
+    untouched.check(_torch[0])
     return result
-
-
-class Forbidden:
-    """An import hook, first on sys.meta_path: the course's own implementation of what a
-    lab grades cannot be imported while the student's file runs."""
-
-    def __init__(self, names: tuple[str, ...]):
-        self.names = names
-
-    def find_spec(self, name, path=None, target=None):
-        if name in self.names or name.startswith(tuple(n + "." for n in self.names)):
-            whose = (
-                "the course's own implementation"
-                if name.startswith("zerobook")
-                else "a library's implementation"
-            )
-            raise ImportError(
-                f"{name} is {whose} of what this lab grades: "
-                "write yours (a submission that uses it scores 0)"
-            )
-        return None
-
-
-def forbid(names: tuple[str, ...]) -> dict[str, str]:
-    """Make the modules `names` unimportable from now on (unloaded if loaded); returns
-    each one's source file, for `borrowed` to know a copy loaded some other way."""
-    files = {n: str(Path(importlib.util.find_spec(n).origin).resolve()) for n in names}
-    for name in names:
-        sys.modules.pop(name, None)
-        parent, _, child = name.rpartition(".")
-        if parent in sys.modules and child in vars(sys.modules[parent]):
-            delattr(sys.modules[parent], child)
-    sys.meta_path.insert(0, Forbidden(names))
-    return files
-
-
-def source_file(thing) -> str:
-    """A module's file, resolved ("-" for anything else)."""
-    file = getattr(thing, "__file__", None)
-    return str(Path(file).resolve()) if isinstance(file, str) else "-"
-
-
-def borrowed(student, files: dict[str, str]) -> list[str]:
-    """The forbidden modules the run used anyway: loaded under any name, held by the
-    student's module, or defining one of its functions, classes or their methods."""
-    paths = set(files.values())
-    modules = list(sys.modules.items())
-    found = {name for name, module in modules if source_file(module) in paths}
-    for value in vars(student).values():
-        if source_file(value) in paths:  # a module object
-            found.add(value.__name__)
-        classes = value.__mro__ if isinstance(value, type) else ()
-        for item in [value, *(a for klass in classes for a in vars(klass).values())]:
-            code = getattr(item, "__code__", None)
-            if code is not None and str(Path(code.co_filename).resolve()) in paths:
-                found.add(getattr(item, "__module__", None) or code.co_filename)
-    return sorted(found)
 
 
 def trusted(*owners, **functions) -> list[tuple]:
@@ -242,3 +154,25 @@ def replaced(snapshot: list[tuple]) -> list[str]:
     now = [(o, n, inspect.getattr_static(o, n, None)) for o, n, _ in snapshot]
     changed = [(o, n) for (o, n, v), (_, _, w) in zip(snapshot, now) if w is not v]
     return sorted(f"{getattr(o, '__qualname__', o.__name__)}.{n}" for o, n in changed)
+
+
+def refuse(
+    idea: str, record=(), student=None, files=None, flight=None, more=()
+) -> None:
+    """Raise RuntimeError (the part scores 0) naming every reason the run does not count:
+    functions of `record` the file replaced, `flight`'s record rewritten (zerobook.inflight),
+    modules of `files` it used anyway (`borrowed`), and `more` (reasons of the lab's own).
+    `idea`: what the student writes ("your DDP")."""
+    problems = [f"tampering: the student's code replaced {n}" for n in replaced(record)]
+    rewritten = flight.tampered() if flight is not None else None
+    problems += [f"tampering: the run's record was rewritten: {rewritten}"] * bool(
+        rewritten
+    )
+    used = borrowed(student, files) if files else []
+    problems += [f"your file uses {', '.join(used)}, the course's own"] * bool(used)
+    problems += list(more)
+    if problems:
+        raise RuntimeError(
+            "; ".join(problems)
+            + f": write {idea} yourself (a run that does so scores 0)"
+        )

@@ -13,13 +13,11 @@ import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.comm import CommMeter
-from zerobook.labs.harness import call_student, load_student, parse_args
+from zerobook.labs.harness import call_student, forbid, load_student, parse_args, refuse
 
 PARTS = ["correct", "bytes"]
-WITHHELD = [
-    f"zerobook.collectives:{name}"  # the course's ring: what this lab grades
-    for name in ("ring_all_reduce", "ring_reduce_scatter", "ring_all_gather")
-]
+FORBIDDEN = ("zerobook.collectives",)  # the course's ring: what this lab grades
+UNSEEN = ("zerobook.collectives",)  # hidden from a graded submission
 SIZES = [1, 7, 1001, 4096 + 3, 2**20]
 
 
@@ -36,18 +34,21 @@ def check_case(student, size: int, dtype: torch.dtype, me: zb.Rank) -> bool:
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    student = load_student(cli.student, WITHHELD)
+    files = forbid(FORBIDDEN)
+    student = load_student(cli.student)
     if cli.part == "correct":
         cases = {
             f"{str(dtype).split('.')[-1]}/{size}": check_case(student, size, dtype, me)
             for dtype in (torch.float32, torch.float64)
             for size in SIZES
         }
+        refuse("your ring", student=student, files=files)
         zb.report(cases=cases)
         return
     tensor = torch.ones(me.world_size * 12_000, device=me.device)
     with CommMeter() as meter:
         call_student(student, "ring_all_reduce", tensor)
+    refuse("your ring", student=student, files=files)
     collectives = sorted(
         op for op in meter.summary() if op not in ("send", "isend", "recv", "irecv")
     )

@@ -29,16 +29,9 @@ from zerobook import measure
 from zerobook import zero_probe as probe
 from zerobook.comm import CommMeter
 from zerobook.inflight import Handle, InFlight
-from zerobook.labs.harness import (
-    borrowed,
-    call_student,
-    forbid,
-    lab_params,
-    load_student,
-    parse_args,
-    replaced,
-    trusted,
-)
+from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.labs.student_state import roots
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
 from zerobook.training import rank_batch
@@ -66,6 +59,13 @@ FORBIDDEN = (
     "torch.distributed.optim",
     "torch.distributed.tensor",
 )
+# hidden from a graded submission (zerobook.classroom.unseen): not the harness's own zero_probe
+UNSEEN = (
+    "zerobook.zero",
+    "zerobook.zero_events",
+    "zerobook.zero_held",
+    "zerobook.bucket_events",
+)
 
 
 class Arrivals:
@@ -73,16 +73,17 @@ class Arrivals:
     gradient bytes the student holds, then the arrival (a copy of the gradient)."""
 
     def __init__(self, model, flight: InFlight):
-        self.params = dict(model.named_parameters())
+        self.model, self.params = model, dict(model.named_parameters())
         self.names = {id(p): name for name, p in self.params.items()}
         self.flight, self.grads, self.held = flight, {}, []
         self.student, self.exclude, self.masters = None, set(), []
         for param in self.params.values():
             param.register_post_accumulate_grad_hook(self.arrived)
 
-    def watch(self, student, optimizer) -> None:
-        """From now on, measure `student`; the weights and optimizer state are not grads."""
-        self.student = student
+    def watch(self, student, optimizer, module) -> None:
+        """From now on, measure `student` and what its file `module` keeps elsewhere
+        (zerobook.labs.student_state); the weights and optimizer state are not grads."""
+        self.student, self.module = student, module
         self.masters = [p for group in optimizer.param_groups for p in group["params"]]
         tensors = [*self.params.values(), *probe.optimizer_state(optimizer)]
         self.exclude = {measure.storage_key(t) for t in tensors}
@@ -95,7 +96,8 @@ class Arrivals:
         ]
         tensors = [self.params[n].grad for n in kept]
         tensors += [m.grad for m in self.masters if m.grad is not None]
-        theirs = list(probe.tensors_in(self.student, Handle))
+        theirs = [self.student, roots(self.module, self.model)]
+        theirs = list(probe.tensors_in(theirs, Handle))
         seen, tensors = set(self.exclude), tensors + theirs
         held = measure.unique_bytes(tensors, seen)
         self.held.append([len(self.flight.events), held, kept, self.buffers(theirs)])
@@ -142,7 +144,7 @@ def build(student, model, name: str, arrivals: Arrivals, me: zb.Rank):
     zero = call_student(type("Student", (), make), "Zero2", *args)
     optimizer = probe.find_optimizer(zero, optimizer_class)
     masters, names = probe.identify(optimizer, model, me)
-    arrivals.watch(zero, optimizer)
+    arrivals.watch(zero, optimizer, student)
     return zero, (optimizer, names), masters
 
 
@@ -241,17 +243,6 @@ def warm_up() -> None:
         optimizer_class([param], **options).step()
 
 
-def refusals(record, student, files) -> list[str]:
-    """Why the run is not graded: the record tampered with, a forbidden module used."""
-    tampered, used = replaced(record), borrowed(student, files)
-    uses = (
-        f"your file uses {', '.join(used)}, which this lab does not allow: write your "
-        "ZeRO-2 yourself (a submission that uses it scores 0)"
-    )
-    tampering = f"tampering: the student's code replaced {', '.join(tampered)}"
-    return [tampering] * bool(tampered) + [uses] * bool(used)
-
-
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
@@ -265,9 +256,7 @@ def main() -> None:
         student = load_student(cli.student)
         for name in OPTIMIZERS:
             runs[name] = train(student, name, me, flight, meter)
-    refused = refusals(record, student, files)
-    if refused:
-        raise RuntimeError("; ".join(refused))
+    refuse("your ZeRO-2", record, student, files, flight)
     for name, run in runs.items():
         run["parity"] = parity(run, name, me)
         model = run.pop("model")

@@ -29,16 +29,9 @@ import torch
 import zerobook as zb
 from zerobook import zero3_record
 from zerobook.inflight import Handle, InFlight
-from zerobook.labs.harness import (
-    borrowed,
-    call_student,
-    forbid,
-    lab_params,
-    load_student,
-    parse_args,
-    replaced,
-    trusted,
-)
+from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.labs.student_state import roots
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums, rank_order_sum
 from zerobook.training import rank_batch
@@ -60,6 +53,10 @@ OPTIONS = {"lr": 1e-3, "weight_decay": 0.1}
 # the course's ZeRO-3; the grader's checks and its record, which the student's file may
 # neither import nor patch
 FORBIDDEN = ("zerobook.zero", "zerobook.zero3_events", "zerobook.zero3_record")
+UNSEEN = (
+    "zerobook.zero",
+    "zerobook.zero3_events",
+)  # hidden while graded (not the record)
 RECORD = ("pieces", "layout", "same", "owner", "step_events", "reachable", "kept")
 
 
@@ -138,6 +135,10 @@ def train(student, me: zb.Rank, flight: InFlight) -> dict:
         raise AttributeError("your file defines no class 'Zero3'")
     make = types.SimpleNamespace(Zero3=functools.partial(student.Zero3, **OPTIONS))
     zero = call_student(make, "Zero3", model, list(model.blocks), RecordedAdamW)
+    held = [
+        zero,
+        roots(student, model),
+    ]  # its object, and what its file keeps elsewhere
     watch.hook_forward()
     plan = layout(initial, me)
     masters = plan.pop("masters")
@@ -152,7 +153,7 @@ def train(student, me: zb.Rank, flight: InFlight) -> dict:
         events = step_events(flight, start, first, watch, plan["found"], masters, me)
         call_student(zero, "step")
         steps.append(
-            {"events": events, "peak": watch.peak, "kept": kept(zero, watch, masters)}
+            {"events": events, "peak": watch.peak, "kept": kept(held, watch, masters)}
         )
         call_student(zero, "zero_grad")
         seen.append(dict(watch.weights))
@@ -243,12 +244,8 @@ def main() -> None:
                 f"{error}{where}: a handle your code waits on is None (a collective "
                 "returns its handle only with async_op=True; a gather must return it)"
             ) from error
-    changed = ", ".join(replaced(record))
-    used = ", ".join(borrowed(student, files) + torch_fsdp_used(run["model"]))
-    for problem, why in ((changed, "tampering: the student's code replaced"),
-                         (used, "your file uses")):  # fmt: skip
-        if problem:
-            raise RuntimeError(f"{why} {problem}: a run that does so scores 0")
+    more = [f"your model uses {n}" for n in torch_fsdp_used(run["model"])]
+    refuse("your ZeRO-3", record, student, files, flight, more)
     model, seen = run.pop("model"), run.pop("seen")
     zb.report(
         **run,

@@ -1,0 +1,116 @@
+"""The course's implementation of what a lab grades is hidden from a graded submission
+(zerobook.classroom.unseen): each harness's UNSEEN modules are ones it forbids and never imports
+itself, and inside a grading sandbox their files hold only a stub that refuses to be imported."""
+
+import subprocess
+import sys
+
+import pytest
+
+from zerobook.classroom import unseen
+
+LABS = ["capstone", "ddp", "ring_allreduce", "zero", "zero3"]  # those that hide any
+# torch imported once; each harness then imported in a fork of its own
+PROBE = """
+import json, os, sys, torch
+for lab in sys.argv[1:]:
+    read, write = os.pipe()
+    if os.fork() == 0:
+        harness = __import__(f"zerobook.labs.{lab}", fromlist=["x"])
+        found = sorted(m for m in sys.modules if m.startswith("zerobook"))
+        os.write(write, json.dumps([list(harness.FORBIDDEN), found]).encode())
+        os._exit(0)
+    os.close(write)
+    print(lab, os.read(read, 1 << 20).decode(), flush=True)
+    os.wait()
+"""
+
+
+@pytest.fixture(scope="module")
+def harness_imports() -> dict:
+    """lab -> (its FORBIDDEN, the zerobook modules importing its harness imports)."""
+    import json
+
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *LABS], capture_output=True, text=True, check=True
+    )
+    return {
+        line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1])
+        for line in done.stdout.splitlines()
+    }
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_what_a_harness_hides_it_forbids_and_never_imports(harness_imports, lab):
+    hidden = unseen.names(lab)
+    forbidden, imported = harness_imports[lab]
+    assert hidden and set(hidden) <= set(forbidden)
+    assert not {m for m in imported for h in hidden if m == h or m.startswith(h + ".")}
+
+
+def test_the_other_labs_hide_nothing():
+    assert [unseen.names(lab) for lab in ("fsdp2", "memory", "setup_check")] == [()] * 3
+
+
+def test_the_graded_labs_hide_the_course_implementations_they_grade():
+    assert [p.name for p in unseen.files("ddp")] == ["ddp.py", "bucket_events.py"]
+    assert "zero" in [p.name for p in unseen.files("zero3")]  # the whole package
+    assert [p.name for p in unseen.files("ring_allreduce")] == ["collectives.py"]
+
+
+def test_only_the_course_modules_can_be_hidden():
+    with pytest.raises(ValueError, match="only the course's own modules"):
+        unseen.path_of("torch.distributed.fsdp")
+
+
+@pytest.fixture
+def sandbox():
+    from grading_helpers import sandbox_or_not
+
+    if sandbox_or_not():
+        pytest.skip("bubblewrap does not work here")
+    from zerobook.classroom import sandbox
+
+    return sandbox
+
+
+def test_inside_a_graded_sandbox_the_hidden_files_are_stubs(sandbox, tmp_path):
+    """Read by path, exec'd, or imported under its own name or another: never the course's code."""
+    stub = unseen.write_stub(tmp_path)
+    hidden = unseen.files("capstone")
+    probe = """
+import importlib.util, pathlib, zerobook
+root = pathlib.Path(zerobook.__file__).parent
+print((root / "ddp.py").read_text().splitlines()[0])
+for how in ("import zerobook.ddp", "import zerobook.zero.stage3", "from zerobook.zero import Zero3"):
+    try:
+        exec(how)
+        print(how, "WORKED")
+    except ImportError as exc:
+        print(how, "refused:", exc)
+spec = importlib.util.spec_from_file_location("mine", root / "ddp.py")
+try:
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    print("by path WORKED")
+except ImportError as exc:
+    print("by path refused")
+print(sorted(p.name for p in (root / "zero").iterdir()))
+print((root / "zero3_record.py").exists(), (root / "models.py").read_text()[:3])
+"""
+    argv = sandbox.command(
+        [sys.executable, "-c", probe],
+        writable=[str(tmp_path)],
+        hidden=hidden,
+        stub=stub,
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert lines[0].startswith("raise ImportError")  # the stub, not the course's DDP
+    assert all(
+        "refused: zerobook." in line and "hidden while this lab is graded" in line
+        for line in lines[1:4]
+    )
+    assert lines[4] == "by path refused"
+    assert lines[5] == "['__init__.py']"  # the package's folder: the stub alone
+    assert lines[6] == 'True """'  # what the lab does not hide stays readable

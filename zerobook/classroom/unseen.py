@@ -1,0 +1,75 @@
+"""The course's own implementation of what a lab grades, hidden from a graded submission.
+
+    hidden = unseen.files("ddp")          # [.../zerobook/ddp.py, .../zerobook/bucket_events.py]
+    unseen.binds(hidden, stub)            # bwrap arguments that put `stub` in their place
+
+A lab's harness forbids the course modules that implement what the lab grades (zerobook.labs.
+withhold.forbid: unimportable by name). A file can still read their source and run it under
+another name (importlib's spec_from_file_location, `exec`). So every sandbox of a graded
+submission (its notebook functions' server and its ranks: zerobook.classroom.clean_score) sees,
+at each such module's path, a stub that raises ImportError instead: a module's file, or a
+package's whole folder. Each harness names them in UNSEEN (modules it does not import itself:
+tests/test_unseen.py checks); the lab's other modules stay readable.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]  # zerobook/
+STUB = (
+    "raise ImportError(f\"{__name__} is hidden while this lab is graded: it is the course's own "
+    'implementation of what the lab grades; write yours")\n'
+)
+
+
+def names(lab: str) -> tuple[str, ...]:
+    """The modules lab `lab`'s harness lists in UNSEEN (read from its source, not imported)."""
+    source = (PACKAGE / "labs" / f"{lab}.py").read_text()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "UNSEEN" for t in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value))
+    return ()
+
+
+def path_of(module: str) -> Path:
+    """A zerobook module's file, or its package's folder."""
+    parts = module.split(".")
+    if parts[0] != "zerobook":
+        raise ValueError(f"only the course's own modules can be hidden, not {module}")
+    base = PACKAGE.joinpath(*parts[1:])
+    return base if base.is_dir() else base.with_suffix(".py")
+
+
+def files(lab: str) -> list[Path]:
+    """What a graded submission of `lab` must not see (UNSEEN's files and folders)."""
+    return [path_of(module) for module in names(lab)]
+
+
+def write_stub(folder: Path) -> Path:
+    """The stub, written once in a folder of the grader's (never one a sandbox can write)."""
+    stub = Path(folder) / "unseen_stub.py"
+    stub.write_text(STUB)
+    return stub
+
+
+def binds(hidden, stub: Path) -> list[str]:
+    """bwrap arguments, after the package's own read-only bind: each hidden file replaced by the
+    stub, each hidden folder by an empty one whose __init__.py is the stub."""
+    args = []
+    for path in map(Path, hidden):
+        real = path.resolve()
+        if real.is_dir():
+            args += [
+                "--tmpfs",
+                str(real),
+                "--ro-bind",
+                str(stub),
+                str(real / "__init__.py"),
+            ]
+        else:
+            args += ["--ro-bind", str(stub), str(real)]
+    return args
