@@ -41,7 +41,7 @@ def submissions(root) -> dict[str, dict[str, str]]:
     faulty = planted(
         faulty,
         "dist.all_reduce(value, op=dist.ReduceOp.SUM)",  # a hang that
-        "while True:\\n        __import__('time').sleep(0.1)",
+        "import time\\n\\n    while True:\\n        time.sleep(0.1)",
     )  # leaves the CPU to the rest
     lab0 = {
         "reference": solution,

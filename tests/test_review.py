@@ -51,6 +51,9 @@ ATTACKS = [  # (code from its line 4, the line flagged, what the flag names)
     ("import gc\nfor o in gc.get_objects():\n    pass", 5, "gc.get_objects"),
     ("from gc import get_referrers\nget_referrers(dist)", 4, "get_referrers"),
     ("torch.Tensor.abs = lambda self: torch.zeros_like(self)", 4, "torch.Tensor.abs"),
+    ("for p in params:\n    p.detach = lambda: p", 5, "shadows a tensor method"),
+    ('lib = torch.library.Library("aten", "IMPL")', 4, "torch.library"),
+    ("from torch.overrides import TorchFunctionMode", 4, "__torch_function__"),
     ("T = torch.Tensor\nT.abs = len", 5, "writes into torch.Tensor"),
     ("setattr(torch.Tensor, 'abs', len)", 4, "setattr on torch.Tensor"),
     ("import os\nif os.fork() == 0:\n    pass", 5, "os.fork"),
@@ -136,6 +139,7 @@ LOOK_ALIKES = [
     "import os\nif 'RANK' in os.environ:\n    pass",
     "class B:\n    def f(self):\n        return vars(self), self.__dict__, type(self).__name__",
     "model.eval()\nparam.grad = None\nout = torch.compile(model)",
+    "class B:\n    def __init__(self):\n        self.max, self.sum = 3, 0",  # its own names
     "import importlib\nmath = importlib.import_module('math')",
     "EVENTS = []\ndef f():\n    EVENTS.append(1)",  # module-level state alone: a style
     "%matplotlib inline\n!nvidia-smi\nx = (1\n     % 2)",  # IPython lines; a % continuation

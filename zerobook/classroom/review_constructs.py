@@ -21,6 +21,14 @@ ENVIRON_BY_NAME = {"os.environ", "os.environ.get", "os.getenv"}
 Found = tuple[int, str, str]  # line, the code, why
 
 
+# tensor methods the harnesses measure with: `param.abs = ...` would answer for them
+MEASURED = {
+    "abs", "max", "min", "item", "sum", "equal", "detach", "clone", "sub", "eq", "ne",
+    "allclose", "numel", "tolist", "float", "to", "cpu", "reshape", "view", "flatten",
+    "untyped_storage", "data_ptr", "nbytes", "element_size", "copy_", "__sub__", "__eq__",
+}  # fmt: skip
+
+
 def matching(name: str, patterns: dict[str, str]) -> str | None:
     """Why `name` is flagged: the first pattern that names it or a module above it."""
     for pattern, why in patterns.items():
@@ -240,6 +248,11 @@ class Reader:
         elif isinstance(target, ast.Starred):
             self.assigned(target.value)
         elif isinstance(target, (ast.Attribute, ast.Subscript)):
+            if getattr(target, "attr", None) in MEASURED and not self.mine(
+                target.value
+            ):
+                why = "shadows a tensor method on one object: the grader's measurements call it"
+                self.add(target, why, f"{shown(target)} = ...")
             name = self.qual(target.value)
             if name and not matching(name, self.names):  # else flagged as what it is
                 why = f"writes into {name}: {SAME_PROCESS}"
