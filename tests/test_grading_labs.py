@@ -65,12 +65,58 @@ POINTS = {
 WRITTEN = {"fsdp2": ["tradeoff_answer"]}  # answers the instructor grades by hand
 
 
+def capstone_with_the_course_ddp() -> str:
+    """The capstone's reference, its DDP replaced by the course's, loaded from zerobook/ddp.py
+    by path under another name (issue 41: it scored 12/12; the file is hidden while graded)."""
+    from pathlib import Path
+
+    from conftest import ROOT
+
+    from zerobook.grading import reference_script
+
+    script = reference_script(ROOT / "labs", "capstone").replace(
+        "class BucketedDDP:", "class _Mine:", 1
+    )
+    tests = Path(__file__).parent / "forgeries" / "course_ddp_by_path.py"
+    return script + "\n\n" + tests.read_text()
+
+
+# attacks graded in the round trip of their lab, whose reference is timed there already:
+# lab -> (student, its rank script, what its feedback says)
+ATTACKS = {
+    "capstone": (
+        "course_ddp_by_path",
+        capstone_with_the_course_ddp,
+        "is hidden while this lab is graded",
+    )
+}
+
+
+def with_attack(lab):
+    """reference_and_release, plus the lab's attacker (ATTACKS) if it has one."""
+    from test_hostile import edit
+
+    plain = reference_and_release([lab])
+    if lab not in ATTACKS:
+        return plain
+    student, script, _ = ATTACKS[lab]
+    first = lambda s: s.split("\n", 1)[0] + "\n" + script()
+    return lambda root: {
+        lab: {**plain(root)[lab], student: edit(source(lab), "rank_script", first)}
+    }
+
+
 @pytest.mark.parametrize("lab", sorted(POINTS))
 def test_reference_scores_full_marks_and_the_release_zero(tmp_path, lab):
-    round_trip(tmp_path, reference_and_release([lab]), [lab])
+    round_trip(tmp_path, with_attack(lab), [lab])
     scores = part_scores(tmp_path, lab, POINTS[lab])
     assert scores["reference"] == POINTS[lab]
     assert scores["untouched"] == {part: 0 for part in POINTS[lab]}
+    if lab in ATTACKS:
+        student, _, says = ATTACKS[lab]
+        assert scores[student] == {part: 0 for part in POINTS[lab]}
+        page = (tmp_path / "feedback" / student / lab / f"{lab}.html").read_text()
+        assert says in page
     page = (tmp_path / "feedback" / "reference" / lab / f"{lab}.html").read_text()
     assert "hostname of the client socket" not in page  # gloo's noise in the sandbox
     # a written answer waits for the instructor; one left blank scores 0 at once

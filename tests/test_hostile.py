@@ -849,7 +849,7 @@ def test_a_ring_imported_from_the_course_scores_zero_saying_why(tmp_path):
         (tmp_path / "feedback" / "borrower" / lab / f"{lab}.html").read_text()
     )
     assert (
-        "your ring_all_reduce is zerobook.collectives.ring_all_reduce, the course's own code"
+        "zerobook.collectives is the course's own implementation of what this lab grades"
         in page
     )
 

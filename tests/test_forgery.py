@@ -1,0 +1,383 @@
+"""What a hostile class tried on the labs' records and on the course's own implementations
+(issue 41, §2 and §3), graded as a class (`python -m zerobook.classroom grade --jobs 2`) beside
+the reference, which keeps full marks in the same run. Each attack scores 0 on what it forges,
+saying why, and the classroom's review flags its means for the instructor.
+
+- Records rewritten in the rank's own process (tests/forgeries/): the in-flight record reached
+  as `dist.all_reduce.__self__` or through gc and rewritten (the process group's own count of
+  its collectives disagrees: zerobook.inflight); `torch.Tensor.abs`, or one tensor's `.abs`,
+  answering zeros (zerobook.labs.untouched); a process forked at import to rewrite the reports
+  (a graded rank cannot start one: zerobook.graded_rank); gradients or full units kept in
+  module-level state (counted: zerobook.labs.student_state).
+- Borrowed implementations: PyTorch's DDP and its reducer (withheld: zerobook.labs.withhold),
+  the course's DDP loaded from its file or run from its text, the import guard taken off
+  sys.meta_path (hidden while graded: zerobook.classroom.unseen), a withheld function's
+  original taken from its guard's closure (seen by the grader's watch).
+Lab 0's attacks on the trusted side are tests/test_hostile.py's; the capstone's DDP loaded by
+path is in tests/test_grading_labs.py's round trip (its reference is timed there already).
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from test_grading_labs import POINTS
+from test_hostile import edit, feedback_page, graded_class
+
+pytestmark = [pytest.mark.slow]
+FORGERIES = Path(__file__).parent / "forgeries"
+
+
+def forgery(*names: str) -> str:
+    """The files of tests/forgeries/ named, one after the other (a script and its tail)."""
+    return "\n\n".join((FORGERIES / f"{name}.py").read_text() for name in names)
+
+
+def reference(lab: str) -> str:
+    from zerobook.grading import reference_script
+
+    return reference_script(ROOT / "labs", lab)
+
+
+def replaced(text: str, *pairs: str) -> str:
+    """`text` with each (old, new) pair replaced; each old must occur once."""
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+def class_of(lab: str, scripts: dict[str, str]) -> dict[str, str]:
+    """The instructor's notebook ("reference") and, for each attacker, its rank script
+    in the rank-script cell."""
+    from grading_helpers import source
+
+    notebook = source(lab)
+    script = lambda code: edit(
+        notebook, "rank_script", lambda s: s.split("\n", 1)[0] + "\n" + code
+    )
+    return {
+        "reference": notebook,
+        **{name: script(code) for name, code in scripts.items()},
+    }
+
+
+def outcome(graded, student: str) -> tuple[dict, str, list[str]]:
+    """(scores by part, the feedback page's text, the instructor's flags) of one student."""
+    root, done, scores = graded
+    lab = next(p.name for p in (root / "submitted" / student).iterdir())
+    flags = re.findall(rf"^FLAGGED: {student} / {lab}: (.*)$", done.stdout, re.M)
+    return scores[student], feedback_page(root, student, lab), flags
+
+
+def zero_saying(graded, lab: str, student: str, says: str, flagged: str | None) -> None:
+    """Every part 0, the feedback naming why, the review's flag naming the means."""
+    scores, page, flags = outcome(graded, student)
+    assert scores == dict.fromkeys(POINTS[lab], 0), (student, scores)
+    assert says in page, (student, page[-3000:])
+    if flagged:
+        assert any(flagged in f for f in flags), (student, flags)
+
+
+def lazy(attack: str) -> str:
+    return forgery("lazy_ddp", attack)
+
+
+DDP = {  # student -> (script, what the feedback says, what the review flags)
+    "record_rewritten": (
+        forgery("record_rewritten"),
+        "tampering: the run's record was rewritten",
+        "__self__",
+    ),
+    "abs_returns_zeros": (
+        lazy("abs_returns_zeros"),
+        "replaced Tensor.abs, which the grader measures with",
+        "torch.Tensor.abs",
+    ),
+    "tensor_method_shadowed": (
+        forgery("tensor_method_shadowed"),
+        "replaced a tensor's own abs",
+        "shadows a tensor method",
+    ),
+    "fork_rewrites_reports": (
+        lazy("fork_rewrites_reports"),
+        "PermissionError: [Errno 1] Operation not permitted",
+        "os.fork",
+    ),
+    "torch_ddp": (
+        forgery("torch_ddp"),
+        "torch.nn.parallel.DistributedDataParallel is PyTorch's own implementation",
+        "DistributedDataParallel",
+    ),
+    "torch_reducer": (
+        forgery("torch_reducer"),
+        "is PyTorch's own implementation of what this part grades",
+        "Reducer",
+    ),
+    "course_ddp_by_path": (
+        forgery("course_ddp_by_path"),
+        "is hidden while this lab is graded",
+        "spec_from_file_location",
+    ),
+    "course_ddp_exec": (
+        forgery("course_ddp_exec"),
+        "is hidden while this lab is graded",
+        "exec",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def graded_ddp(tmp_path_factory):
+    scripts = {name: script for name, (script, _, _) in DDP.items()}
+    return graded_class(
+        tmp_path_factory, "ddp", class_of("ddp", scripts), POINTS["ddp"]
+    )
+
+
+@pytest.mark.xdist_group("forgery_ddp")
+def test_lab2_the_reference_keeps_full_marks_unflagged(graded_ddp):
+    scores, _, flags = outcome(graded_ddp, "reference")
+    assert scores == POINTS["ddp"] and not flags, (scores, flags)
+
+
+@pytest.mark.xdist_group("forgery_ddp")
+@pytest.mark.parametrize("student", sorted(DDP))
+def test_lab2_a_forged_record_or_a_borrowed_ddp_scores_zero_and_is_flagged(
+    graded_ddp, student
+):
+    _, says, flagged = DDP[student]
+    zero_saying(graded_ddp, "ddp", student, says, flagged)
+
+
+def zero1_posing_as_zero2() -> str:
+    """Lab 4's reference made a ZeRO-1 (every bucket kept, whole, until finish()), which then
+    rewrites the grader's record to look like ZeRO-2's."""
+    keep = "            self.closed.append((self.bucket, self.bucket_bytes))\n"
+    script = replaced(
+        reference("zero"),
+        "        if self.bucket_bytes >= self.cap:\n            self.launch()\n",
+        "        if self.bucket_bytes >= self.cap:\n" + keep
+        + "            self.bucket, self.bucket_bytes = [], 0\n",
+        "        if self.bucket:\n            self.launch()\n        while self.in_flight:",
+        "        if self.bucket:\n" + keep
+        + "        for self.bucket, self.bucket_bytes in self.closed:\n"
+        "            self.launch()\n        self.closed = []\n        while self.in_flight:",
+        "        self.max_in_flight = max_in_flight\n",
+        "        self.max_in_flight = max_in_flight\n        self.closed = []\n",
+        "            self.retire()\n        ### END SOLUTION",
+        "            self.retire()\n        _pose_as_zero2()\n        ### END SOLUTION",
+    )  # fmt: skip
+    return script + "\n\n" + forgery("pose_as_zero2")
+
+
+def keeps_every_gradient() -> str:
+    """Lab 4's reference, with every whole gradient kept in a module-level list."""
+    return replaced(
+        reference("zero"),
+        "import torch.distributed as dist\n",
+        "import torch.distributed as dist\n\nKEPT = []\n",
+        "        grad = padded(param.grad, self.n)\n",
+        "        KEPT.append(param.grad)\n        grad = padded(param.grad, self.n)\n",
+    )
+
+
+DECAY_ON_1D = (
+    '[{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]',
+    '[{"params": decay + no_decay}]',
+)
+
+
+@pytest.fixture(scope="module")
+def graded_zero(tmp_path_factory):
+    scripts = {
+        "zero1_posing_as_zero2": zero1_posing_as_zero2(),
+        "keeps_every_gradient": keeps_every_gradient(),
+        "abs_returns_zeros": replaced(reference("zero"), *DECAY_ON_1D)
+        + "\n\n"
+        + forgery("abs_returns_zeros"),
+    }
+    return graded_class(
+        tmp_path_factory, "zero", class_of("zero", scripts), POINTS["zero"]
+    )
+
+
+@pytest.mark.xdist_group("forgery_zero")
+def test_lab4_forged_records_and_hidden_gradients_lose_what_they_forge(graded_zero):
+    scores, _, flags = outcome(graded_zero, "reference")
+    assert scores == POINTS["zero"] and not flags, (scores, flags)
+    zero_saying(
+        graded_zero,
+        "zero",
+        "zero1_posing_as_zero2",
+        "the run's record was rewritten",
+        "gc.get_objects",
+    )
+    zero_saying(
+        graded_zero,
+        "zero",
+        "abs_returns_zeros",
+        "replaced Tensor.abs",
+        "torch.Tensor.abs",
+    )
+    scores, page, _ = outcome(graded_zero, "keeps_every_gradient")
+    assert scores == {**POINTS["zero"], "test_held": 0}, (
+        scores
+    )  # what it hid is counted
+    assert "bytes of gradients held" in page
+
+
+def no_prefetch_rewritten() -> str:
+    """Lab 5's reference without prefetch, its record rewritten at each step's last gradient."""
+    script = replaced(
+        reference("zero3"),
+        "        self.wait(self.order[i])\n        if i + 1 < len(self.order):\n"
+        "            self.gather(self.order[i + 1], async_op=True)\n",
+        "        self.wait(self.order[i])\n",
+        "        following = len(self.order) - 1 if i == 0 else i - 1\n"
+        "        if following > 0:\n            self.gather(self.order[following], async_op=True)\n",
+        "",
+        "        self.free(unit)\n        ### END SOLUTION",
+        "        self.free(unit)\n        self.units_done = getattr(self, 'units_done', 0) + 1\n"
+        "        if self.units_done == len(self.params):\n            self.units_done = 0\n"
+        "            _rewrite_record()\n        ### END SOLUTION",
+    )  # fmt: skip
+    return script + "\n\n" + forgery("rewrite_at_last_gradient")
+
+
+def keeps_every_unit() -> str:
+    """Lab 5's reference, with a full copy of every unit's weights kept in a module dict."""
+    return replaced(
+        reference("zero3"),
+        "import torch.nn.functional as F\n",
+        "import torch.nn.functional as F\n\nCOPIES = {}\n",
+        "            offset += n\n",
+        "            offset += n\n            COPIES[id(p)] = p.detach().clone()\n",
+    )
+
+
+@pytest.fixture(scope="module")
+def graded_zero3(tmp_path_factory):
+    decay = (
+        '[{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], **options',
+        '[{"params": decay + no_decay}], **options',
+    )
+    scripts = {
+        "no_prefetch_rewritten": no_prefetch_rewritten(),
+        "keeps_every_unit": keeps_every_unit(),
+        "import_guard_removed": forgery("import_guard_removed"),
+        "abs_returns_zeros": replaced(reference("zero3"), *decay)
+        + "\n\n"
+        + forgery("abs_returns_zeros"),
+    }
+    return graded_class(
+        tmp_path_factory, "zero3", class_of("zero3", scripts), POINTS["zero3"]
+    )
+
+
+@pytest.mark.xdist_group("forgery_zero3")
+def test_lab5_forged_records_borrowed_zero3_and_hidden_units_lose_what_they_forge(
+    graded_zero3,
+):
+    scores, _, flags = outcome(graded_zero3, "reference")
+    assert scores == POINTS["zero3"] and not flags, (scores, flags)
+    rewritten = "the run's record was rewritten"
+    zero_saying(
+        graded_zero3, "zero3", "no_prefetch_rewritten", rewritten, "gc.get_objects"
+    )
+    zero_saying(
+        graded_zero3,
+        "zero3",
+        "abs_returns_zeros",
+        "replaced Tensor.abs",
+        "torch.Tensor.abs",
+    )
+    zero_saying(
+        graded_zero3,
+        "zero3",
+        "import_guard_removed",
+        "zerobook.zero is hidden",
+        "sys.meta_path",
+    )
+    scores, page, _ = outcome(graded_zero3, "keeps_every_unit")
+    assert scores == {**POINTS["zero3"], "test_kept": 0}, scores
+    assert "your file's globals" in page
+
+
+# Labs 1 and 3: the course's byte counter, which Lab 1's harness needs itself (withheld), taken
+# back from its guard's closure; the course's ring (forbidden and hidden) run from its text
+FROM_CLOSURE = """
+from zerobook import measure
+
+_count = next(
+    c.cell_contents for c in measure.unique_bytes.__closure__ if callable(c.cell_contents)
+)
+
+
+def count_state_bytes(params, grads, optimizer_states):
+    seen = set()
+    kinds = (("params", params), ("grads", grads), ("optimizer", optimizer_states))
+    return {name: _count(tensors, seen) for name, tensors in kinds}
+"""
+RING_FROM_TEXT = """
+from pathlib import Path
+
+import zerobook
+
+_theirs = {"__name__": "ring"}
+exec((Path(zerobook.__file__).parent / "collectives.py").read_text(), _theirs)
+ring_all_reduce = _theirs["ring_all_reduce"]
+"""
+
+
+@pytest.fixture(scope="module")
+def graded_withheld(tmp_path_factory):
+    """One grading run of Labs 1 and 3: each lab's reference and its attacker."""
+    from grading_helpers import part_scores, run_grading, sandbox_or_not, source
+
+    if sandbox_or_not():
+        pytest.skip(
+            "bubblewrap does not work here: hostile submissions are graded only in the sandbox"
+        )
+    root = tmp_path_factory.mktemp("forgery_withheld")
+    attackers = {"memory": FROM_CLOSURE, "ring_allreduce": RING_FROM_TEXT}
+    run_grading("release", "--only", *attackers, root=root)
+    for lab, attack in attackers.items():
+        script = lambda s: s.split("\n", 1)[0] + "\n" + attack
+        for student, notebook in (
+            ("reference", source(lab)),
+            ("attacker", edit(source(lab), "rank_script", script)),
+        ):
+            folder = root / "submitted" / student / lab
+            folder.mkdir(parents=True)
+            (folder / f"{lab}.ipynb").write_text(notebook)
+    done = run_grading("grade", "--jobs", "2", root=root, check=False)
+    return root, done, {lab: part_scores(root, lab, POINTS[lab]) for lab in attackers}
+
+
+@pytest.mark.xdist_group("forgery_withheld")
+@pytest.mark.parametrize(
+    "lab, says, flagged",
+    [
+        (
+            "memory",
+            "count_state_bytes() called zerobook.measure.unique_bytes",
+            "__closure__",
+        ),
+        ("ring_allreduce", "is hidden while this lab is graded", "exec"),
+    ],
+)
+def test_a_withheld_original_from_a_closure_or_a_hidden_ring_run_from_text_scores_zero(
+    graded_withheld, lab, says, flagged
+):
+    root, done, scores = graded_withheld
+    assert scores[lab]["reference"] == POINTS[lab], done.stdout[-3000:]
+    rank_parts = {"memory": ["test_measurement"]}.get(
+        lab, POINTS[lab]
+    )  # the rest: functions
+    assert scores[lab]["attacker"] == {**POINTS[lab], **dict.fromkeys(rank_parts, 0)}
+    assert says in feedback_page(root, "attacker", lab)
+    flags = re.findall(rf"^FLAGGED: attacker / {lab}: (.*)$", done.stdout, re.M)
+    assert any(flagged in f for f in flags), flags
