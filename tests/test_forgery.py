@@ -308,19 +308,7 @@ def test_lab5_forged_records_borrowed_zero3_and_hidden_units_lose_what_they_forg
 
 # Labs 1 and 3: the course's byte counter, which Lab 1's harness needs itself (withheld), taken
 # back from its guard's closure; the course's ring (forbidden and hidden) run from its text
-FROM_CLOSURE = """
-from zerobook import measure
-
-_count = next(
-    c.cell_contents for c in measure.unique_bytes.__closure__ if callable(c.cell_contents)
-)
-
-
-def count_state_bytes(params, grads, optimizer_states):
-    seen = set()
-    kinds = (("params", params), ("grads", grads), ("optimizer", optimizer_states))
-    return {name: _count(tensors, seen) for name, tensors in kinds}
-"""
+FROM_CLOSURE = forgery("measure_from_closure")
 RING_FROM_TEXT = """
 from pathlib import Path
 

@@ -527,22 +527,7 @@ def test_grading_again_regrades_only_what_changed(graded, tmp_path):
 # Lab 2 (data parallelism): one run read by every test, so an attack on the run is an attack
 # on every part. Each submission's rank script is a DDP of its own, plus what it does on import.
 DDP_POINTS = LAB_POINTS["ddp"]
-LAZY_DDP = '''
-import torch
-import torch.distributed as dist
-
-
-class BucketedDDP:
-    """No broadcast; every gradient all-reduced on its own, blocking, in finish()."""
-
-    def __init__(self, model, bucket_cap_bytes):
-        self.params = list(model.parameters())
-
-    def finish(self):
-        for param in self.params:
-            dist.all_reduce(param.grad)
-            param.grad.div_(dist.get_world_size())
-'''
+LAZY_DDP = (ROOT / "tests" / "forgeries" / "lazy_ddp.py").read_text()
 FORGE_PARITY = """
 import zerobook as zb
 _real = zb.report
