@@ -1,6 +1,7 @@
 """A class of Lab 0 graded with low bounds (`--jobs 2`): four students whose functions are
-right and whose rank 0 also forks until refused, allocates and touches more memory than
-the bound, fills its folder and /tmp, or opens files until refused. Each scores 0, its
+right and whose notebook forks until refused (a graded rank cannot: zerobook.graded_rank), or
+whose rank 0 allocates and touches more memory than the bound, fills its folder and /tmp, or
+opens files until refused. Each scores 0, its
 reason named; the reference is graded in full; nothing any of them started survives; and
 the class does not wait for a killed submission's sleeping children. An untouched
 release is autograded beside the reference (two jobs, one gradebook: one writer).
@@ -70,14 +71,23 @@ REASONS = {
 }
 
 
-def with_hog(notebook: str, hog: str) -> str:
-    """The reference notebook, its rank script running `hog` on rank 0 when imported."""
+# a graded rank cannot start a process (zerobook.graded_rank): the fork loop runs where the
+# student's code can, in the notebook's own cells (the kernel, the clean run's function server)
+IN_THE_NOTEBOOK = {"fork_loop": "part1_expected_total"}
+ON_THE_NOTEBOOK = "import os as _os\nif True:\n"
+
+
+def with_hog(notebook: str, student: str, hog: str) -> str:
+    """The reference notebook, its rank script running `hog` on rank 0 when imported (or the
+    notebook cell IN_THE_NOTEBOOK names, when it runs)."""
     import json
 
     nb = json.loads(notebook)
+    where = IN_THE_NOTEBOOK.get(student, "rank_script")
+    start = ON_THE_NOTEBOOK if student in IN_THE_NOTEBOOK else ON_RANK_0
     for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "rank_script":
-            cell["source"] = "".join(cell["source"]) + "\n" + ON_RANK_0 + hog
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == where:
+            cell["source"] = "".join(cell["source"]) + "\n" + start + hog
     return json.dumps(nb)
 
 
@@ -94,7 +104,7 @@ def graded(tmp_path_factory):
     for student, notebook in {
         "reference": solution,
         "untouched": release,
-        **{name: with_hog(solution, hog) for name, hog in HOGS.items()},
+        **{name: with_hog(solution, name, hog) for name, hog in HOGS.items()},
     }.items():
         folder = root / "submitted" / student / LAB
         folder.mkdir(parents=True)

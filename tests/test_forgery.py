@@ -91,6 +91,11 @@ DDP = {  # student -> (script, what the feedback says, what the review flags)
         "tampering: the run's record was rewritten",
         "__self__",
     ),
+    "record_rewritten_counts_kept": (
+        forgery("record_rewritten_counts_kept"),
+        "the record reported differs from what happened",
+        "__reduce__",
+    ),
     "abs_returns_zeros": (
         lazy("abs_returns_zeros"),
         "replaced Tensor.abs, which the grader measures with",
@@ -229,8 +234,11 @@ def test_lab4_forged_records_and_hidden_gradients_lose_what_they_forge(graded_ze
     assert "bytes of gradients held" in page
 
 
-def no_prefetch_rewritten() -> str:
-    """Lab 5's reference without prefetch, its record rewritten at each step's last gradient."""
+def no_prefetch_rewritten(
+    tail: str = "rewrite_at_last_gradient", call="_rewrite_record"
+) -> str:
+    """Lab 5's reference without prefetch, its record rewritten at each step's last gradient
+    (`tail`'s function `call`)."""
     script = replaced(
         reference("zero3"),
         "        self.wait(self.order[i])\n        if i + 1 < len(self.order):\n"
@@ -242,9 +250,9 @@ def no_prefetch_rewritten() -> str:
         "        self.free(unit)\n        ### END SOLUTION",
         "        self.free(unit)\n        self.units_done = getattr(self, 'units_done', 0) + 1\n"
         "        if self.units_done == len(self.params):\n            self.units_done = 0\n"
-        "            _rewrite_record()\n        ### END SOLUTION",
+        f"            {call}()\n        ### END SOLUTION",
     )  # fmt: skip
-    return script + "\n\n" + forgery("rewrite_at_last_gradient")
+    return script + "\n\n" + forgery(tail)
 
 
 def keeps_every_unit() -> str:
@@ -266,6 +274,9 @@ def graded_zero3(tmp_path_factory):
     )
     scripts = {
         "no_prefetch_rewritten": no_prefetch_rewritten(),
+        "counts_kept": no_prefetch_rewritten(
+            "counts_kept_at_last_gradient", "_tidy_log"
+        ),
         "keeps_every_unit": keeps_every_unit(),
         "import_guard_removed": forgery("import_guard_removed"),
         "abs_returns_zeros": replaced(reference("zero3"), *decay)
@@ -287,6 +298,10 @@ def test_lab5_forged_records_borrowed_zero3_and_hidden_units_lose_what_they_forg
     zero_saying(
         graded_zero3, "zero3", "no_prefetch_rewritten", rewritten, "gc.get_objects"
     )
+    differs = (
+        "the record reported differs from what happened"  # counts made up: witnessed
+    )
+    zero_saying(graded_zero3, "zero3", "counts_kept", differs, "__reduce__")
     zero_saying(
         graded_zero3,
         "zero3",
@@ -333,11 +348,19 @@ def graded_withheld(tmp_path_factory):
     attackers = {"memory": FROM_CLOSURE, "ring_allreduce": RING_FROM_TEXT}
     run_grading("release", "--only", *attackers, root=root)
     for lab, attack in attackers.items():
-        script = lambda s: s.split("\n", 1)[0] + "\n" + attack
-        for student, notebook in (
+        script = lambda s, code=attack: s.split("\n", 1)[0] + "\n" + code
+        students = [
             ("reference", source(lab)),
             ("attacker", edit(source(lab), "rank_script", script)),
-        ):
+        ]
+        if lab == "memory":  # a builtin shadowed for the tests, beside a wrong count
+            wrong = lambda s: s.split("\n", 1)[0] + "\n" + forgery("wrong_count")
+            shadow = lambda s: s + "\n\n" + forgery("shadow_enumerate")
+            notebook = edit(
+                edit(source(lab), "rank_script", wrong), "part1_bytes_per_rank", shadow
+            )
+            students.append(("shadows_a_builtin", notebook))
+        for student, notebook in students:
             folder = root / "submitted" / student / lab
             folder.mkdir(parents=True)
             (folder / f"{lab}.ipynb").write_text(notebook)
@@ -369,3 +392,18 @@ def test_a_withheld_original_from_a_closure_or_a_hidden_ring_run_from_text_score
     assert says in feedback_page(root, "attacker", lab)
     flags = re.findall(rf"^FLAGGED: attacker / {lab}: (.*)$", done.stdout, re.M)
     assert any(flagged in f for f in flags), flags
+
+
+@pytest.mark.xdist_group("forgery_withheld")
+def test_a_function_named_like_a_builtin_does_not_replace_it_for_the_tests(
+    graded_withheld,
+):
+    """The red team's Lab 1 submission scored its wrong byte count 3/3 by defining
+    `enumerate` in a notebook cell: the clean run bound every name a cell defined into the
+    tests' namespace. Now only the names the course's cell defines are bound."""
+    root, done, scores = graded_withheld
+    assert scores["memory"]["shadows_a_builtin"]["test_measurement"] == 0
+    flags = re.findall(
+        r"^FLAGGED: shadows_a_builtin / memory: (.*)$", done.stdout, re.M
+    )
+    assert any("named like Python's own enumerate" in f for f in flags), flags

@@ -177,13 +177,21 @@ def test_a_graded_function_taken_from_the_course_fails_its_part_saying_so(
     assert message in str(caught.value)
 
 
-@pytest.mark.parametrize("how", ["refusal caught", "original from the closure"])
+FROM_TEXT = (Path(__file__).parent / "forgeries" / "measure_from_text.py").read_text()
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["refusal caught", "original from the closure", "compiled again from its text"],
+)
 def test_a_withheld_function_called_anyway_fails_the_part(tmp_path, how):
     """Lab 1's harness needs the course's byte counter itself, so it is withheld, not
     forbidden: a call is refused even when the refusal is caught, and a call of the original
-    taken from the guard's closure is seen by the grader's watch (zerobook.labs.withhold)."""
+    taken from the guard's closure, or of a copy compiled again from its source text, is seen
+    by the grader's watch on its bytecode (zerobook.labs.withhold)."""
     student = tmp_path / "memory_student.py"
-    student.write_text(CAUGHT_COUNT if how == "refusal caught" else FROM_CLOSURE)
+    files = {"refusal caught": CAUGHT_COUNT, "original from the closure": FROM_CLOSURE}
+    student.write_text(files.get(how, FROM_TEXT))
     with pytest.raises(zb.LaunchError) as caught:
         zb.grading.run_part(
             "memory", str(student), "fp32", nproc=2, echo=False, debug=False

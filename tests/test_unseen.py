@@ -114,3 +114,23 @@ print((root / "zero3_record.py").exists(), (root / "models.py").read_text()[:3])
     assert lines[4] == "by path refused"
     assert lines[5] == "['__init__.py']"  # the package's folder: the stub alone
     assert lines[6] == 'True """'  # what the lab does not hide stays readable
+
+
+def test_another_checkout_and_the_compiled_copies_are_hidden_too(tmp_path):
+    """An editable install may point at another checkout than the grader's (the sandbox binds
+    both), and a module's compiled copy in __pycache__ runs as well as its source."""
+    other = tmp_path / "checkout" / "zerobook"
+    (other / "__pycache__").mkdir(parents=True)
+    (other / "collectives.py").write_text("def ring_all_reduce(t): ...\n")
+    (other / "__pycache__" / "collectives.cpython-311.pyc").write_bytes(b"compiled")
+    (tmp_path / "grader").mkdir()
+    stub = unseen.write_stub(tmp_path / "grader")
+    args = unseen.binds(unseen.files("ring_allreduce"), stub, [other])
+    pairs = list(zip(args, args[1:], args[2:]))
+    assert ("--ro-bind", str(stub), str(other / "collectives.py")) in pairs
+    assert (
+        "--ro-bind",
+        str(stub.parent / "empty"),
+        str(other / "__pycache__"),
+    ) in pairs
+    assert ("--ro-bind", str(stub), str(unseen.PACKAGE / "collectives.py")) in pairs

@@ -67,6 +67,13 @@ def no_new_process_filter(machine: str) -> bytes:
     return b"".join(struct.pack("HBBI", *instruction) for instruction in program)
 
 
+def undumpable() -> None:
+    """This process's memory and files unreadable by the other processes of its uid (its
+    /proc entries root's): the rank's watcher, which keeps a secret (zerobook.witness)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def confine() -> str | None:
     """Make this process non-dumpable and unable to start processes (see above); None
     once done, else why it could not be (nothing is changed then)."""

@@ -17,8 +17,8 @@ import json
 import os
 from pathlib import Path
 
-from zerobook import run_cache, untrusted
-from zerobook.launch import RunResult, torchrun
+from zerobook import run_cache, untrusted, witness
+from zerobook.launch import LaunchError, RunResult, torchrun
 
 COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
 PART_TIMEOUT_ENV = "ZEROBOOK_PART_TIMEOUT"  # grading sets it from the reference's time (zerobook.classroom)
@@ -66,15 +66,33 @@ def run_part(
         launch_options.setdefault("sandbox", _RANK_SANDBOX[-1])
     return run_cache.record(
         name,
-        lambda: torchrun(
-            f"zerobook.labs.{lab}",
-            nproc=nproc,
-            timeout=timeout,
-            debug=debug,
-            args=["--student", student_file, "--part", part],
-            **launch_options,
+        lambda: as_witnessed(
+            torchrun(
+                f"zerobook.labs.{lab}",
+                nproc=nproc,
+                timeout=timeout,
+                debug=debug,
+                args=["--student", student_file, "--part", part],
+                **launch_options,
+            )
         ),
     )
+
+
+def as_witnessed(run: RunResult) -> RunResult:
+    """`run`, each rank's raw record checked against what its watcher saw as it happened
+    (zerobook.witness) and then left out; LaunchError naming the rank if one differs."""
+    for rank, report in enumerate(run.ranks):
+        wrong = witness.check(report, run.witnessed.get(rank))
+        if wrong:
+            raise LaunchError(
+                f"rank {rank}: tampering: {wrong}: the student's code rewrote the run's "
+                "record, so the run does not count",
+                rank=rank,
+                log=run.log,
+            )
+        report.pop(witness.RECORD_KEY, None)
+    return run
 
 
 def sandbox_ranks(sandbox) -> None:

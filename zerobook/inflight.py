@@ -22,7 +22,9 @@ Events: [name, i, async_op] for the i-th held collective (name "all_reduce",
 one numbering for all three), ["wait", i], ["broadcast", numel], [name] for any other
 collective. Beside each event, `counts` holds the process group's own count of the collectives
 it has run (kept in C++): a lab's harness asks `tampered()` whether the list still agrees with
-it (a collective recorded where the count did not move was written by someone else).
+it (a collective recorded where the count did not move was written by someone else), and each
+event leaves the process as it is recorded, to the rank's watcher (zerobook.witness), which the
+grader compares the reported `record()` with.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
+
+from zerobook import witness
 
 HELD = ("reduce_scatter_tensor", "all_gather_into_tensor")  # (output, input) held
 OTHERS = (
@@ -125,6 +129,13 @@ class InFlight:
         (C++'s: Python cannot set it back), for `tampered` to check the list against."""
         self.events.append(event)
         self.counts.append(sequence_number(group))
+        witness.send(
+            event, self.counts[-1]
+        )  # to the rank's watcher, now (zerobook.witness)
+
+    def record(self) -> dict:
+        """The raw record, for a report: the grader checks it against the witness's lines."""
+        return {"events": self.events, "counts": self.counts}
 
     def tampered(self) -> str | None:
         """What is wrong with the events, if something other than this record wrote them: a

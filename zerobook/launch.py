@@ -29,9 +29,9 @@ from pathlib import Path
 
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
 from zerobook.failures import (LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
-                               raise_if_unfinished, timeout_message)
+                               raise_if_unfinished, run_file, timeout_message)
 from zerobook.lifetime import RANK_NAME, die_with_parent
-from zerobook import zygote
+from zerobook import witness, zygote
 from zerobook.rank_output import RankOutput
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
@@ -55,6 +55,7 @@ class RunResult:
     log: str
     seconds: float
     lines: dict[int, list[str]] = field(default_factory=dict, repr=False)
+    witnessed: dict[int, list | None] = field(default_factory=dict, repr=False)  # zerobook.witness
 
     @property
     def world_size(self) -> int:
@@ -129,6 +130,7 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         start, cpu = time.monotonic(), _children_cpu()
         stream = RankOutput(echo)
         tokens = issue_tokens(report_dir, nproc, max_restarts + 1)
+        watchers = witness.issue_tokens(report_dir, nproc, max_restarts + 1)
         environment = run_env(report_dir, run_id, debug, collective_timeout, extra)
         if sandbox is not None:
             command = sandbox.wrap(command, report_dir, environment)  # its own private /tmp
@@ -147,7 +149,9 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
             raise_if_failed(report_dir, stream, target)
         reports = raise_if_unfinished(report_dir, tokens, stream, target)
         ranks = [json.loads(reports[r] or "{}") for r in range(nproc)]
-    return RunResult(ranks=ranks, log="\n".join(stream.log), seconds=seconds, lines=stream.ranks)
+        seen = witness.witnessed(report_dir, watchers, run_file)
+    return RunResult(ranks=ranks, log="\n".join(stream.log), seconds=seconds, lines=stream.ranks,
+                     witnessed=seen)
 
 
 def _children_cpu() -> float:

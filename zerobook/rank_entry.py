@@ -34,15 +34,18 @@ import sys
 import traceback
 import warnings
 
-from zerobook import graded_rank
+from zerobook import graded_rank, witness
 from zerobook.lifetime import die_with_parent, name_rank
 from zerobook.dist import (
+    REPORT_DIR_ENV,
+    env_int,
     flush_streams,
     forget_failure,
     mark_finished,
     record_failure,
     record_signal_death,
     take_token,
+    this_rank,
 )
 
 # torch 2.13 renamed the tensor collectives; the old names still work and warn on every rank.
@@ -135,18 +138,30 @@ def main(argv: list[str]) -> None:
     fresh_signals()
     die_with_parent(signal.SIGKILL)  # torchrun's agent killed outright: nobody stops us
     forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
+    read_fd, write_fd = os.pipe()  # the rank's record, witnessed (zerobook.witness)
     child = os.fork()
     if child:
-        watch(child)
+        os.close(write_fd)
+        watch(child, read_fd)
     else:
         die_with_parent(signal.SIGKILL)  # its watcher gone
+        os.close(read_fd)
+        os.environ[witness.WITNESS_FD_ENV] = str(write_fd)
         run_rank(argv)
 
 
-def watch(child: int) -> None:
-    """The rank's parent: pass torchrun's signals on, wait, and end as the rank ended. A rank
-    a signal ended is recorded first (torchrun's summary of the ranks it forked names only the
-    first failure it saw, often a peer that merely lost this one); a clean end returns."""
+def watch(child: int, read_fd: int) -> None:
+    """The rank's parent: pass torchrun's signals on, keep what the rank's record sends it
+    (zerobook.witness), wait, and end as the rank ended. A rank a signal ended is recorded
+    first (torchrun's summary of the ranks it forked names only the first failure it saw,
+    often a peer that merely lost this one); a clean end returns."""
+    folder, rank = os.environ.get(REPORT_DIR_ENV), this_rank()
+    attempt = env_int("TORCHELASTIC_RESTART_COUNT", 0)
+    token = (
+        witness.take_token(folder, rank, attempt) if folder else None
+    )  # after the fork
+    if graded_rank.wanted():
+        graded_rank.undumpable()  # the rank cannot read the token from this process
 
     def pass_on(number, _frame):
         try:
@@ -156,7 +171,9 @@ def watch(child: int) -> None:
 
     for number in PASSED_ON:
         signal.signal(number, pass_on)
-    _, status = os.waitpid(child, 0)
+    data, status = witness.collect(read_fd, child)
+    if folder:
+        witness.seal(folder, rank, data, token)
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         record_signal_death(signal.Signals(number).name)

@@ -156,7 +156,6 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
                 except OSError as exc:  # untrusted.UntrustedFile: replaced meanwhile
                     return {"error": f"the rank script could not be written: {exc}"}
             elif kind == "solution":
-                student = theirs.get(meta.get("grade_id"), "")
                 server = server or FunctionServer(
                     "\n".join(setup),
                     "\n".join(
@@ -167,7 +166,9 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
                     workdir,
                     hidden,
                 )
-                for name in defined_functions(student):
+                # the functions the course's cell defines, no other name: a student's
+                # `def range(...)` must not replace a builtin for the tests
+                for name in defined_functions(code):
                     namespace[name] = lambda *a, _n=name, **k: server.call(_n, a, k)
             elif kind == "test":
                 start = time.monotonic()

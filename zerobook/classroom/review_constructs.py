@@ -7,6 +7,7 @@ construct of zerobook.classroom.review_rules it uses, on which line, and why tha
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from fnmatch import fnmatchcase
 
@@ -128,6 +129,14 @@ class Reader:
                 self.chain(node)
         return self.found
 
+    def visit_FunctionDef(self, node) -> None:
+        """A top-level function named like a builtin replaces it in the notebook's namespace."""
+        if node.col_offset == 0 and node.name in vars(builtins):
+            why = f"a function named like Python's own {node.name}: it replaces the builtin"
+            self.add(
+                node, why + " for the tests that share the notebook", f"def {node.name}"
+            )
+
     def visit_Import(self, node) -> None:
         for alias in node.names:
             self.imported(node, alias.name)
@@ -225,6 +234,8 @@ class Reader:
             self.add(node, f"{how} on {target}: {SAME_PROCESS}")
         elif text is None and target:
             self.add(node, f"reaches a name of {target} chosen at run time")
+        elif text is None and how != "hasattr" and not self.mine(owner):
+            self.add(node, "reaches an attribute whose name is built at run time")
 
     def visit_Assign(self, node) -> None:
         for target in node.targets:

@@ -132,7 +132,7 @@ def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | No
     args += [*folders_to(dest for *_, dest in binds), "--proc", "/proc", "--dev", "/dev"]
     args += tmpfs("/dev/shm", bounds)
     args += [a for bind in binds for a in bind]
-    args += unseen.binds(hidden, stub) if hidden else []  # over the package's bind
+    args += unseen.binds(hidden, stub, package_folders()) if hidden else []  # over its binds
     if uid is not None:
         for path in [*writable, *copies.values(), *readable]:
             os.chown(path, uid, uid)

@@ -7,8 +7,9 @@ A lab's harness forbids the course modules that implement what the lab grades (z
 withhold.forbid: unimportable by name). A file can still read their source and run it under
 another name (importlib's spec_from_file_location, `exec`). So every sandbox of a graded
 submission (its notebook functions' server and its ranks: zerobook.classroom.clean_score) sees,
-at each such module's path, a stub that raises ImportError instead: a module's file, or a
-package's whole folder. Each harness names them in UNSEEN (modules it does not import itself:
+at each such module's path, a stub that raises ImportError instead: a module's file (and its
+folder's compiled copies, __pycache__), or a package's whole folder; in every checkout of the
+package the sandbox binds. Each harness names them in UNSEEN (modules it does not import itself:
 tests/test_unseen.py checks); the lab's other modules stay readable.
 """
 
@@ -50,26 +51,34 @@ def files(lab: str) -> list[Path]:
 
 
 def write_stub(folder: Path) -> Path:
-    """The stub, written once in a folder of the grader's (never one a sandbox can write)."""
+    """The stub, written once in a folder of the grader's (never one a sandbox can write),
+    beside an empty folder that stands for a hidden module's __pycache__."""
     stub = Path(folder) / "unseen_stub.py"
     stub.write_text(STUB)
+    (Path(folder) / "empty").mkdir(exist_ok=True)
     return stub
 
 
-def binds(hidden, stub: Path) -> list[str]:
-    """bwrap arguments, after the package's own read-only bind: each hidden file replaced by the
-    stub, each hidden folder by an empty one whose __init__.py is the stub."""
-    args = []
-    for path in map(Path, hidden):
-        real = path.resolve()
-        if real.is_dir():
-            args += [
-                "--tmpfs",
-                str(real),
-                "--ro-bind",
-                str(stub),
-                str(real / "__init__.py"),
-            ]
-        else:
-            args += ["--ro-bind", str(stub), str(real)]
+def binds(hidden, stub: Path, roots=()) -> list[str]:
+    """bwrap arguments, after the package's own read-only binds: in the package and in each of
+    `roots` (other folders of it the sandbox binds: another checkout an editable install points
+    at), each hidden file replaced by the stub and its folder's __pycache__ (compiled copies of
+    it) by an empty folder, each hidden folder by an empty one whose __init__.py is the stub."""
+    args, caches = [], set()
+    for root in dict.fromkeys([PACKAGE, *map(Path, roots)]):
+        for path in map(Path, hidden):
+            real = (Path(root) / path.resolve().relative_to(PACKAGE)).resolve()
+            if real.is_dir():
+                args += [
+                    "--tmpfs",
+                    str(real),
+                    "--ro-bind",
+                    str(stub),
+                    str(real / "__init__.py"),
+                ]
+            elif real.exists():
+                args += ["--ro-bind", str(stub), str(real)]
+                caches.add(real.parent / "__pycache__")
+    for cache in sorted(c for c in caches if c.is_dir()):
+        args += ["--ro-bind", str(stub.parent / "empty"), str(cache)]
     return args

@@ -5,7 +5,9 @@
 Parts: `correct` runs the student's `ring_all_reduce(tensor)` on sizes that N may not divide, in
 fp32 and fp64 (small integers, so any order of addition gives the exact sum), and reports which
 cases equal dist.all_reduce; `bytes` meters one all-reduce whose size N divides, and reports the
-bytes the rank sent point to point and any built-in collective it called.
+bytes the rank sent point to point. Either part fails if the student's ring called a built-in
+collective, or ran an operation dist's functions did not record (a function taken before the
+meter wrapped it: the process group's own count of its operations says so).
 """
 
 import torch
@@ -13,6 +15,7 @@ import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.comm import CommMeter
+from zerobook.inflight import sequence_number
 from zerobook.labs.harness import call_student, forbid, load_student, parse_args, refuse
 
 PARTS = ["correct", "bytes"]
@@ -21,13 +24,52 @@ UNSEEN = ("zerobook.collectives",)  # hidden from a graded submission
 SIZES = [1, 7, 1001, 4096 + 3, 2**20]
 
 
-def check_case(student, size: int, dtype: torch.dtype, me: zb.Rank) -> bool:
+P2P = ("send", "isend", "recv", "irecv")
+
+
+def per_p2p_op(me: zb.Rank) -> int:
+    """How far one send or receive moves the process group's count of its operations (gloo: 1;
+    a backend may count only collectives: 0), from one metered exchange with a neighbour."""
+    before = sequence_number()
+    out, into = torch.zeros(1, device=me.device), torch.zeros(1, device=me.device)
+    ops = [dist.P2POp(dist.isend, out, (me.rank + 1) % me.world_size),
+           dist.P2POp(dist.irecv, into, (me.rank - 1) % me.world_size)]  # fmt: skip
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    return (sequence_number() - before) // 2
+
+
+def ring_call(student, tensor, me: zb.Rank, step: int) -> CommMeter:
+    """The student's ring_all_reduce(tensor), metered; it fails the part if it called a
+    built-in collective, or ran an operation the meter did not see (a collective or a send
+    taken before the meter was in place: the process group's own count says so)."""
+    before = sequence_number()
+    with CommMeter() as meter:
+        call_student(student, "ring_all_reduce", tensor)
+    p2p = sum(event.op in P2P for event in meter.events)
+    builtin = sorted({event.op for event in meter.events if event.op not in P2P})
+    unseen = sequence_number() - before - step * p2p - len(builtin)
+    if builtin:
+        raise RuntimeError(
+            f"your ring_all_reduce called {', '.join(builtin)}, a built-in collective: "
+            "build the ring from send and receive alone"
+        )
+    if unseen > 0 and before >= 0:
+        raise RuntimeError(
+            f"your ring_all_reduce ran {unseen} operation(s) that dist's functions did not "
+            "record (a collective or a send taken some other way): use dist.send/recv, "
+            "isend/irecv or batch_isend_irecv"
+        )
+    return meter
+
+
+def check_case(student, size: int, dtype: torch.dtype, me: zb.Rank, step: int) -> bool:
     """One tensor on this rank's device, summed in place by the student and by dist.all_reduce: equal?"""
     torch.manual_seed(size * 31 + me.rank)
     theirs = torch.randint(-100, 100, (size,)).to(device=me.device, dtype=dtype)
     expected = theirs.clone()
     dist.all_reduce(expected)
-    call_student(student, "ring_all_reduce", theirs)
+    ring_call(student, theirs, me, step)
     return torch.equal(theirs, expected)
 
 
@@ -35,10 +77,13 @@ def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
     files = forbid(FORBIDDEN)
+    step = per_p2p_op(me)
     student = load_student(cli.student)
     if cli.part == "correct":
         cases = {
-            f"{str(dtype).split('.')[-1]}/{size}": check_case(student, size, dtype, me)
+            f"{str(dtype).split('.')[-1]}/{size}": check_case(
+                student, size, dtype, me, step
+            )
             for dtype in (torch.float32, torch.float64)
             for size in SIZES
         }
@@ -46,16 +91,12 @@ def main() -> None:
         zb.report(cases=cases)
         return
     tensor = torch.ones(me.world_size * 12_000, device=me.device)
-    with CommMeter() as meter:
-        call_student(student, "ring_all_reduce", tensor)
+    meter = ring_call(student, tensor, me, step)
     refuse("your ring", student=student, files=files)
-    collectives = sorted(
-        op for op in meter.summary() if op not in ("send", "isend", "recv", "irecv")
-    )
     zb.report(
         sent=meter.bytes_sent(),
         size_bytes=tensor.numel() * tensor.element_size(),
-        collectives=collectives,
+        collectives=[],  # ring_call refuses any
         correct=bool((tensor == me.world_size).all()),
     )
 

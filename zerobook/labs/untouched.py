@@ -102,7 +102,11 @@ def changed(before: dict, collectives: bool = True) -> list[str]:
                 f"{getattr(owner, '__qualname__', None) or owner.__name__}.{name}"
             )
     for cls, names in before["names"].items():
-        added = [n for n in set(vars(cls)) - names if not _torch_code(vars(cls)[n])]
+        added = [  # a function or descriptor: it shadows (copyreg's __slotnames__ does not)
+            n
+            for n in set(vars(cls)) - names
+            if hasattr(vars(cls)[n], "__get__") and not _torch_code(vars(cls)[n])
+        ]
         out += [f"{cls.__qualname__}.{name}" for name in added]
     functions, dispatch = (now - was for now, was in zip(_modes(), before["modes"]))
     if functions:

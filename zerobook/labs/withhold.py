@@ -33,7 +33,9 @@ calls = [
     0
 ]  # the student's calls in progress (they nest: a hook calls a unit, which calls gather)
 taken: list[str] = []  # withheld functions the student's code called, in order
-_codes: dict = {}  # the withheld originals' code objects (nested ones too) -> course name
+# the withheld originals' bytecode (nested functions' too) -> [(the names it uses, course name)]:
+# a copy compiled again elsewhere (another file, another first line, other local names) matches
+_codes: dict[bytes, list] = {}
 _guards: list = []  # the Forbidden hooks forbid() put on sys.meta_path
 
 
@@ -167,7 +169,7 @@ def borrowed(student, files: dict[str, str]) -> list[str]:
 
 
 def _remember(code, name: str) -> None:
-    _codes[code] = name
+    _codes.setdefault(code.co_code, []).append((code.co_names, name))
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             _remember(const, name)
@@ -175,9 +177,11 @@ def _remember(code, name: str) -> None:
 
 def _profile(frame, event, arg) -> None:
     if event == "call" and calls[0]:
-        name = _codes.get(frame.f_code)
-        if name is not None:
-            taken.append(name)
+        code = frame.f_code
+        for names, name in _codes.get(code.co_code, ()):
+            if names == code.co_names:
+                taken.append(name)
+                break
 
 
 @contextlib.contextmanager

@@ -265,6 +265,7 @@ def main() -> None:
         )
     model = model_from(SEED, me)
     zb.report(
+        record=flight.record(),  # checked against its witness (zerobook.witness)
         runs=runs,
         params={name: p.numel() for name, p in model.named_parameters()},
         dims={name: p.dim() for name, p in model.named_parameters()},
