@@ -119,9 +119,14 @@ def changed(before: dict, collectives: bool = True) -> list[str]:
 def shadowed_on_tensors() -> list[str]:
     """Tensor methods a tensor object has a function of its own for (`param.detach = ...`
     makes the harness read what the function returns): every live tensor, found by gc."""
-    found = set()
+    found, is_tensor = set(), {}
     for thing in gc.get_objects():
-        if isinstance(thing, torch.Tensor):
+        kind = type(
+            thing
+        )  # not isinstance: some objects of torch warn when asked their class
+        if kind not in is_tensor:
+            is_tensor[kind] = issubclass(kind, torch.Tensor)
+        if is_tensor[kind]:
             own = getattr(thing, "__dict__", None) or {}
             found |= {
                 f"a tensor's own {name}"
