@@ -105,3 +105,33 @@ def test_a_capstone_that_patches_the_held_out_loss_scores_nothing(
         zb.LaunchError, match="tampering: the student's code replaced .*held_out"
     ):
         launch(student, "train")
+
+
+FORGERIES = ROOT / "tests" / "forgeries"
+
+
+def forged(tmp_path, monkeypatch, name: str) -> str:
+    """A second red team's capstone file (tests/forgeries/), as a student's."""
+    student = tmp_path / "capstone_student.py"
+    student.write_text((FORGERIES / f"{name}.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(PARAMS_ENV, json.dumps(SHORT))
+    return str(student)
+
+
+def test_a_capstone_without_communication_fails_at_its_first_step(
+    tmp_path, monkeypatch
+):
+    """It scored 12/12: its DDP's finish() did nothing and its curves agreed with its ZeRO-3,
+    as wrong; a hook answered the held-out bytes. The harness now checks that DDP's gradients
+    are every rank's mean, and measures the held-out loss on weights it copies."""
+    student = forged(tmp_path, monkeypatch, "capstone_no_communication")
+    with pytest.raises(zb.LaunchError, match="not the mean of every rank's"):
+        launch(student, "train")
+
+
+def test_a_ddp_presented_as_zero3_keeps_more_than_its_share(tmp_path, monkeypatch):
+    """Its full replicas, kept in a module-level dict, are counted now (12/12 before)."""
+    reports = launch(forged(tmp_path, monkeypatch, "capstone_ddp_as_zero3"), "train")
+    (problem, *_) = capstone_checks.kept_problems(reports)
+    assert "more than 16 Psi/N" in problem, problem

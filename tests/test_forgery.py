@@ -200,6 +200,7 @@ def graded_zero(tmp_path_factory):
     scripts = {
         "zero1_posing_as_zero2": zero1_posing_as_zero2(),
         "keeps_every_gradient": keeps_every_gradient(),
+        "buffers_in_a_callable": forgery("zero_buffers_in_a_callable"),
         "abs_returns_zeros": replaced(reference("zero"), *DECAY_ON_1D)
         + "\n\n"
         + forgery("abs_returns_zeros"),
@@ -227,11 +228,10 @@ def test_lab4_forged_records_and_hidden_gradients_lose_what_they_forge(graded_ze
         "replaced Tensor.abs",
         "torch.Tensor.abs",
     )
-    scores, page, _ = outcome(graded_zero, "keeps_every_gradient")
-    assert scores == {**POINTS["zero"], "test_held": 0}, (
-        scores
-    )  # what it hid is counted
-    assert "bytes of gradients held" in page
+    for student in ("keeps_every_gradient", "buffers_in_a_callable"):  # hidden: counted
+        scores, page, _ = outcome(graded_zero, student)
+        assert scores == {**POINTS["zero"], "test_held": 0}, (student, scores)
+        assert "bytes of gradients held" in page
 
 
 def no_prefetch_rewritten(
@@ -278,6 +278,8 @@ def graded_zero3(tmp_path_factory):
             "counts_kept_at_last_gradient", "_tidy_log"
         ),
         "keeps_every_unit": keeps_every_unit(),
+        "gathered_in_a_rebound_global": forgery("zero3_gathered_in_a_rebound_global"),
+        "gathered_as_a_subclass": forgery("zero3_gathered_as_a_subclass"),
         "import_guard_removed": forgery("import_guard_removed"),
         "abs_returns_zeros": replaced(reference("zero3"), *decay)
         + "\n\n"
@@ -316,9 +318,15 @@ def test_lab5_forged_records_borrowed_zero3_and_hidden_units_lose_what_they_forg
         "zerobook.zero is hidden",
         "sys.meta_path",
     )
-    scores, page, _ = outcome(graded_zero3, "keeps_every_unit")
-    assert scores == {**POINTS["zero3"], "test_kept": 0}, scores
-    assert "your file's globals" in page
+    hiders = (
+        "keeps_every_unit",
+        "gathered_in_a_rebound_global",
+        "gathered_as_a_subclass",
+    )
+    for student in hiders:
+        scores, page, _ = outcome(graded_zero3, student)
+        assert scores == {**POINTS["zero3"], "test_kept": 0}, (student, scores)
+        assert "your file's globals" in page
 
 
 # Labs 1 and 3: the course's byte counter, which Lab 1's harness needs itself (withheld), taken
@@ -346,6 +354,7 @@ def graded_withheld(tmp_path_factory):
         )
     root = tmp_path_factory.mktemp("forgery_withheld")
     attackers = {"memory": FROM_CLOSURE, "ring_allreduce": RING_FROM_TEXT}
+    more = {"ring_allreduce": ("side_group", forgery("ring_side_group"))}
     run_grading("release", "--only", *attackers, root=root)
     for lab, attack in attackers.items():
         script = lambda s, code=attack: s.split("\n", 1)[0] + "\n" + code
@@ -353,6 +362,10 @@ def graded_withheld(tmp_path_factory):
             ("reference", source(lab)),
             ("attacker", edit(source(lab), "rank_script", script)),
         ]
+        if lab in more:
+            name, code = more[lab]
+            first = lambda s, code=code: s.split("\n", 1)[0] + "\n" + code
+            students.append((name, edit(source(lab), "rank_script", first)))
         if lab == "memory":  # a builtin shadowed for the tests, beside a wrong count
             wrong = lambda s: s.split("\n", 1)[0] + "\n" + forgery("wrong_count")
             shadow = lambda s: s + "\n\n" + forgery("shadow_enumerate")
@@ -360,6 +373,10 @@ def graded_withheld(tmp_path_factory):
                 edit(source(lab), "rank_script", wrong), "part1_bytes_per_rank", shadow
             )
             students.append(("shadows_a_builtin", notebook))
+            leak = lambda s: forgery("leak_hidden_tests")  # the whole cell, replaced
+            students.append(
+                ("leaks_hidden_tests", edit(source(lab), "part1_bytes_per_rank", leak))
+            )
         for student, notebook in students:
             folder = root / "submitted" / student / lab
             folder.mkdir(parents=True)
@@ -407,3 +424,49 @@ def test_a_function_named_like_a_builtin_does_not_replace_it_for_the_tests(
         r"^FLAGGED: shadows_a_builtin / memory: (.*)$", done.stdout, re.M
     )
     assert any("named like Python's own enumerate" in f for f in flags), flags
+
+
+@pytest.mark.xdist_group("forgery_withheld")
+def test_no_feedback_page_shows_a_line_of_the_hidden_tests(graded_withheld):
+    """The red team's Lab 1 cell printed, from nbgrader's kernel, the hidden tests IPython kept
+    in linecache; a feedback page now shows no output the kernel made once it had seen them,
+    only the clean run's verdicts."""
+    import html
+    import json
+
+    from zerobook.classroom.feedback import HIDDEN
+
+    root, done, scores = graded_withheld
+    assert (
+        scores["memory"]["leaks_hidden_tests"] == POINTS["memory"]
+    )  # its work is right
+    hidden = set()
+    for lab in ("memory", "ring_allreduce"):
+        cells = json.loads((ROOT / "labs" / lab / f"{lab}.ipynb").read_text())["cells"]
+        for block in HIDDEN.findall("\n".join("".join(c["source"]) for c in cells)):
+            hidden |= {
+                line.strip()
+                for line in block.splitlines()[1:-1]
+                if len(line.strip()) > 20
+            }
+    assert hidden
+    for page in (root / "feedback").rglob("*.html"):
+        text = html.unescape(page.read_text())
+        shown = sorted(line for line in hidden if line in text)
+        assert not shown, (page, shown[:3])
+
+
+@pytest.mark.xdist_group("forgery_withheld")
+def test_a_ring_through_a_process_group_of_its_own_scores_zero(graded_withheld):
+    """The second red team's ring all-reduced on a group it made, through the group's own
+    method (no dist function, the default group's count unmoved): every group's count is
+    watched now."""
+    root, done, scores = graded_withheld
+    assert scores["ring_allreduce"]["side_group"] == dict.fromkeys(
+        POINTS["ring_allreduce"], 0
+    )
+    assert "did not record" in feedback_page(root, "side_group", "ring_allreduce")
+    flags = re.findall(
+        r"^FLAGGED: side_group / ring_allreduce: (.*)$", done.stdout, re.M
+    )
+    assert any("new_group" in f for f in flags), flags

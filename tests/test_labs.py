@@ -221,6 +221,16 @@ def test_lab6s_checkpoint_taken_from_its_guards_closure_fails_the_part(tmp_path)
     )
 
 
+def test_lab6s_checkpoint_kept_in_memory_is_not_found(tmp_path):
+    """The second red team's save kept the state in a module global and wrote nothing (3/3):
+    the harness loads with the file imported again, which has none of it."""
+    student = tmp_path / "fsdp2_student.py"
+    forged = Path(__file__).parent / "forgeries" / "fsdp2_checkpoint_in_memory.py"
+    student.write_text(forged.read_text())
+    with pytest.raises(zb.LaunchError, match="KeyError"):
+        zb.grading.run_part("fsdp2", str(student), "checkpoint", nproc=2, echo=False)
+
+
 def planted(tmp_path, lab: str, name: str, old: str, new: str, *more: str) -> str:
     """The lab's solution with `old` replaced by `new` (and each further pair in `more`), written
     as a student's file."""

@@ -91,6 +91,18 @@ def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_ar
     assert any(noise in line for line in stream.agent)  # kept for the log, not shown
 
 
+def test_what_the_launcher_keeps_of_the_output_is_bounded_whatever_a_rank_prints():
+    """A rank printing lines the launcher keeps aside (the profiler's library log) or one
+    endless line cannot grow the grader's memory (red team, issue 41: 1.1 GB in 40 s)."""
+    from zerobook.rank_output import MAX_AGENT_LINES, MAX_LINE_CHARS, RankOutput
+
+    stream = RankOutput(echo=False)
+    for i in range(3 * MAX_AGENT_LINES):
+        stream.add(f"[default0]:STAGE:a b {i}:2 c.cpp:3] " + "x" * 10_000)
+    assert len(stream.agent) == MAX_AGENT_LINES
+    assert max(map(len, stream.agent)) < MAX_LINE_CHARS + 100
+
+
 def test_what_a_run_leaves_in_the_temporary_directory_goes_with_it(
     tmp_path, monkeypatch
 ):

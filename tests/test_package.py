@@ -113,7 +113,14 @@ def test_the_rank_side_never_imports_the_notebook_side(path):
 
 
 # zerobook/labs/'s library modules: what every harness shares (the rest are harnesses)
-LAB_LIBRARY = ("harness", "withhold", "untouched", "student_state")
+LAB_LIBRARY = (
+    "harness",
+    "withhold",
+    "untouched",
+    "student_state",
+    "means",
+    "weights_used",
+)
 HARNESSES = sorted(
     p
     for p in (PACKAGE / "labs").glob("*.py")

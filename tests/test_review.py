@@ -55,6 +55,8 @@ ATTACKS = [  # (code from its line 4, the line flagged, what the flag names)
     ('lib = torch.library.Library("aten", "IMPL")', 4, "torch.library"),
     ("def range(*args):\n    return []", 4, "named like Python's own range"),
     ("def f(ops, t, name):\n    getattr(ops, name)(t)", 5, "built at run time"),
+    ("pairs = dist.new_group()\npairs.allreduce([t]).wait()", 4, "new_group"),
+    ("import linecache\ntext = linecache.cache", 4, "linecache"),
     ("f = dist.all_reduce.__reduce__()[1][0]", 4, "__reduce__"),
     ("import code\ncode.InteractiveInterpreter({}).runsource('x')", 4, "code"),
     ("from importlib.util import cache_from_source", 4, "cache_from_source"),

@@ -293,10 +293,12 @@ def test_a_sandbox_that_cannot_start_says_why_in_the_launch_error(box, tmp_path)
 
 
 def test_a_launch_error_keeps_its_last_line_in_a_one_line_score_reason():
-    from zerobook.classroom.clean_score import run_cell
+    """The score's reason is one line (first and last); the feedback shows the whole."""
+    from zerobook.classroom.clean_score import one_line, run_cell
 
-    reason = run_cell("raise RuntimeError('failed; last lines:\\nbwrap: no x')", {})
-    assert reason == "RuntimeError: failed; last lines: bwrap: no x", reason
+    message = run_cell("raise RuntimeError('failed; last lines:\\nbwrap: no x')", {})
+    assert message == "RuntimeError: failed; last lines:\nbwrap: no x", message
+    assert one_line(message) == "RuntimeError: failed; last lines: bwrap: no x"
 
 
 def test_a_bubblewrap_too_old_for_the_bounds_is_named(tmp_path, monkeypatch):

@@ -166,7 +166,7 @@ def last_lines(stream, rank: int | None) -> str:
     """Rank `rank`'s last lines; else what torchrun and the sandbox printed (bwrap's own
     errors among them); never nothing."""
     tail = stream.tail(rank) if rank is not None else ""
-    tail = tail.strip() or "\n".join(stream.agent[-TAIL_LINES:]).strip()
+    tail = tail.strip() or "\n".join(list(stream.agent)[-TAIL_LINES:]).strip()
     return tail or "(none: nothing was printed)"
 
 

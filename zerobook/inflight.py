@@ -84,6 +84,15 @@ def sequence_number(group=None) -> int:
         return -1
 
 
+def every_group_count() -> int:
+    """The collectives every process group of this process has run, added up (a group the
+    student's code made runs its own: zerobook.labs.ring_allreduce); -1 where unknown."""
+    try:
+        return sum(g._get_sequence_number_for_group() for g in c10d._world.pg_map)
+    except (RuntimeError, AttributeError, ValueError):
+        return -1
+
+
 class InFlight:
     """Context manager: each all-reduce, reduce-scatter and all-gather (into a tensor) of
     this process returns a Handle (async_op=True) or completes at once, and is recorded

@@ -38,6 +38,7 @@ RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchrun --run-path's
 PRELOAD_AND_RUN_TORCHRUN = ("import runpy; from zerobook import agent; agent.preload(); runpy.run_module("
                             "'torch.distributed.run', run_name='__main__', alter_sys=True)")  # = -m, preloaded
+MAX_PENDING_BYTES = 1 << 16  # of a line not ended yet; a longer one is passed on in pieces
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
 PER_RUN = {REPORT_DIR_ENV, RUN_ID_ENV, TIMEOUT_ENV, "TMPDIR", "PYTEST_CURRENT_TEST"}  # read as a run starts
 # torchrun's LaunchConfig asks torch.cuda.is_available() in the agent, before it forks the ranks.
@@ -241,6 +242,8 @@ def _pump(proc: subprocess.Popen, deadline: float, stream: "RankOutput") -> None
             if not chunk:
                 break
             *complete, pending = (pending + chunk).split(b"\n")
+            if len(pending) > MAX_PENDING_BYTES:  # a line without end: shown in pieces
+                complete, pending = [*complete, pending], b""
             for raw in complete:
                 stream.add(raw.decode(errors="replace"))
         if time.monotonic() > deadline:

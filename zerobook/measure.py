@@ -23,6 +23,28 @@ def storage_key(tensor: torch.Tensor) -> tuple:
     )
 
 
+def plain(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor` as torch's own Tensor over the same storage: what a subclass of a student's says
+    of itself (its own untyped_storage, its __torch_function__) set aside."""
+    if type(tensor) in (torch.Tensor, torch.nn.Parameter):
+        return tensor
+    with torch._C.DisableTorchFunctionSubclass():
+        return torch._C.TensorBase.as_subclass(tensor, torch.Tensor)
+
+
+def attributes(thing) -> list:
+    """What an object holds by name: its __dict__'s values and its __slots__' (not its class's)."""
+    values = list(getattr(thing, "__dict__", {}).values())
+    for cls in type(thing).__mro__:
+        for slot in vars(cls).get("__slots__", ()):
+            if isinstance(slot, str) and slot not in ("__dict__", "__weakref__"):
+                try:
+                    values.append(object.__getattribute__(thing, slot))
+                except AttributeError:  # an empty slot
+                    pass
+    return values
+
+
 def unique_bytes(tensors, seen: set | None = None) -> int:
     """Bytes of the storages behind `tensors`, each counted once (and not if already in `seen`)."""
     seen = set() if seen is None else seen

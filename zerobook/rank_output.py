@@ -19,6 +19,9 @@ MAX_RANK_BYTES = (
 LIBRARY_LOG = re.compile(
     r"^(USDT|STAGE):\S+ \S+ \d+:\d+ \w+\.cpp:\d+\]"
 )  # the profiler's own start/stop log
+# torchrun's own lines (and the library logs diverted to them) kept: the last ones, where its
+# summary of the run is; a rank printing library-log lines cannot grow the grader's memory
+MAX_AGENT_LINES = 5_000
 NO_HOSTNAME = re.compile(
     r"^\[W\d+ [\d:.]+ (\d+ )?socket\.cpp:\d+\] \[c10d\] The hostname of the client socket "
     r"cannot be retrieved\. err=-?\d+$"
@@ -29,7 +32,10 @@ class RankOutput:
     """Splits torchrun's output by rank, echoes rank lines tagged `[rankR]`, keeps the rest."""
 
     def __init__(self, echo: bool):
-        self.echo, self.log, self.ranks, self.agent = echo, [], {}, []
+        self.echo, self.log, self.ranks = echo, [], {}
+        self.agent: deque = deque(
+            maxlen=MAX_AGENT_LINES
+        )  # torchrun's own lines, the last ones
         self.returncode: int | None = None
         self.shown: dict[
             int, int
@@ -41,18 +47,15 @@ class RankOutput:
     def add(self, line: str) -> None:
         line = line.rstrip("\r")
         match = RANK_LINE.match(line)
-        if not match:
-            self.agent.append(
-                line
-            )  # torchrun's own banners and summaries: kept, not shown
+        if not match:  # torchrun's own banners and summaries: kept, not shown
+            self.agent.append(cut(line))
             return
         rank, text = int(match.group(1)), match.group(2)
         text = re.sub(rf"^\[rank{rank}\]: ?", "", text)  # torch tags some lines itself
         if LIBRARY_LOG.match(text) or NO_HOSTNAME.match(text):
-            self.agent.append(line)  # kept, not shown, like torchrun's banners
+            self.agent.append(cut(line))  # kept, not shown, like torchrun's banners
             return
-        if len(text) > MAX_LINE_CHARS:
-            text = f"{text[:MAX_LINE_CHARS]} ... [{len(text) - MAX_LINE_CHARS:,} more characters cut]"
+        text = cut(text)
         self.last.setdefault(rank, deque(maxlen=200)).append(text)  # a stack dump fits
         before = self.shown.get(rank, 0)
         self.shown[rank] = before + len(text) + len(f"[rank{rank}] ") + 1  # as echoed
@@ -68,3 +71,10 @@ class RankOutput:
 
     def tail(self, rank: int, n: int = TAIL_LINES) -> str:
         return "\n".join(list(self.last.get(rank, []))[-n:])
+
+
+def cut(text: str) -> str:
+    """`text`, cut at MAX_LINE_CHARS, saying how much was cut."""
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    return f"{text[:MAX_LINE_CHARS]} ... [{len(text) - MAX_LINE_CHARS:,} more characters cut]"

@@ -139,6 +139,7 @@ def reachable(root, limit: int = 20_000) -> list[torch.Tensor]:
             continue
         seen.add(id(thing))
         if isinstance(thing, torch.Tensor):
+            thing = measure.plain(thing)  # a subclass's own account of itself set aside
             found += [thing] + ([thing.grad] if thing.grad is not None else [])
         elif isinstance(thing, torch.nn.Module):
             todo += list(thing.parameters())
@@ -148,8 +149,8 @@ def reachable(root, limit: int = 20_000) -> list[torch.Tensor]:
             todo += list(thing)
         elif isinstance(thing, torch.optim.Optimizer):
             todo += [thing.state, thing.param_groups]
-        elif hasattr(thing, "__dict__") and not isinstance(thing, types.FunctionType):
-            todo += list(vars(thing).values())
+        elif not isinstance(thing, types.FunctionType):
+            todo += measure.attributes(thing)  # its __dict__ and __slots__
     return found
 
 

@@ -18,6 +18,8 @@ import torch.distributed as dist
 
 from zerobook import measure
 
+FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType)
+
 RS = "reduce_scatter_tensor"
 NUMBERED = ("all_reduce", RS, "all_gather_into_tensor", "wait")  # events with an index
 ALL_GATHER = dist.all_gather_into_tensor  # the harness's own, never a wrapper
@@ -54,27 +56,28 @@ def state_bytes(optimizer) -> int:
 
 
 def tensors_in(thing, handle_type, seen: set | None = None, depth: int = 0):
-    """Every tensor `thing` holds through its attributes, lists, tuples and dicts (not
-    through modules, optimizers or functions); of a held collective's handle, its output."""
+    """Every tensor `thing` holds through its attributes (slots too), lists, tuples and dicts,
+    including objects that can be called (not through modules, optimizers or functions), as
+    torch's own Tensor (measure.plain); of a held collective's handle, its output."""
     seen = set() if seen is None else seen
-    if id(thing) in seen or depth > 8:
+    if id(thing) in seen or depth > 64 or len(seen) > 50_000:
         return
     seen.add(id(thing))
     if torch.is_tensor(thing):
-        yield thing
+        yield measure.plain(thing)
         return
     if isinstance(thing, handle_type):
         yield thing.tensor
         return
-    skip = (torch.nn.Module, torch.optim.Optimizer, type, types.ModuleType)
-    if isinstance(thing, skip) or callable(thing):
+    skip = (torch.nn.Module, torch.optim.Optimizer, type, types.ModuleType, *FUNCTIONS)
+    if isinstance(thing, skip):
         return
     if isinstance(thing, dict):
         items = [*thing.keys(), *thing.values()]
     elif isinstance(thing, (list, tuple, set, frozenset)):
         items = list(thing)
     else:
-        items = list(getattr(thing, "__dict__", {}).values())
+        items = measure.attributes(thing)
     for item in items:
         yield from tensors_in(item, handle_type, seen, depth + 1)
 

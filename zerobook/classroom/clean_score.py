@@ -28,6 +28,9 @@ from zerobook.classroom.function_server import FunctionServer
 from zerobook.classroom.feedback import NOTEBOOK_BYTES
 
 CELL_TIMEOUT_ENV = "ZEROBOOK_CELL_TIMEOUT"
+MESSAGE_CHARS = (
+    20_000  # of a test's failure message: the student reads it in the feedback
+)
 CELL_TIMEOUT_S = (
     600  # a graded cell unless the grader says (its launches stop themselves sooner)
 )
@@ -97,7 +100,7 @@ def defined_functions(source: str) -> list[str]:
 
 
 def run_cell(source: str, namespace: dict) -> str | None:
-    """Execute one trusted cell; None if it passed, else its error in one line."""
+    """Execute one trusted cell; None if it passed, else its error (at most MESSAGE_CHARS)."""
     limit = int(float(os.environ.get(CELL_TIMEOUT_ENV, CELL_TIMEOUT_S)))
 
     def expired(*_):
@@ -110,7 +113,7 @@ def run_cell(source: str, namespace: dict) -> str | None:
         return None
     except BaseException as exc:  # noqa: BLE001 - every failure scores 0 and says why
         kind = type(exc).__name__
-        return one_line(f"{kind}: {exc}") if str(exc) else kind
+        return (f"{kind}: {exc}" if str(exc) else kind)[:MESSAGE_CHARS]
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
@@ -177,7 +180,8 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
                 results[meta["grade_id"]] = {
                     "points": points,
                     "score": 0.0 if error else points,
-                    "error": error,
+                    "error": one_line(error) if error else None,
+                    "message": error,  # whole: the feedback shows it (feedback.verdict)
                     "seconds": time.monotonic() - start,
                     "launches": code.count("run_part("),
                 }

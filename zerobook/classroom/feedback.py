@@ -88,29 +88,48 @@ def tampered_tests(root: Path, lab: str, notebook_path: Path) -> list[str]:
     ]
 
 
-def scrub(autograded: Path) -> None:
-    """The notebook the feedback is made from: hidden tests replaced by a note, a test cell's
-    error kept as its message only (a traceback would quote the hidden test), outputs capped;
-    read and written as untrusted (zerobook.untrusted: a regular file, never a link)."""
+def scrub(autograded: Path, clean: dict | None = None) -> None:
+    """The notebook the feedback is made from: hidden tests replaced by a note, outputs capped;
+    read and written as untrusted (zerobook.untrusted: a regular file, never a link). From the
+    first cell with hidden tests on, the student's kernel has seen their source (IPython keeps
+    every cell it ran, in linecache and its history), so no output it made from there on is
+    shown: a test cell shows the clean run's verdict (`clean`: grade_id -> its result), any
+    other cell nothing."""
     if not os.path.lexists(autograded):
         return
     notebook = untrusted.read_json(autograded, NOTEBOOK_BYTES)
-    tests = test_cells(notebook)
+    tests, seen_hidden = test_cells(notebook), False
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code":
             continue
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if any(cell is c for c in tests.values()):
+            source = "".join(cell["source"])
+            seen_hidden = seen_hidden or bool(HIDDEN.search(source))
             cell["source"] = HIDDEN.sub(
-                "### hidden tests: not shown (their failures are) ###",
-                "".join(cell["source"]),
+                "### hidden tests: not shown (their failures are) ###", source
             )
+            if seen_hidden:
+                cell["outputs"] = verdict((clean or {}).get(gid))
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     output["traceback"] = [
-                        f"{output.get('ename')}: {output.get('evalue', '')}"[:2_000]
+                        f"{output.get('ename')}: {output.get('evalue', '')}"[
+                            :MAX_OUTPUT_CHARS
+                        ]
                     ]
+        elif seen_hidden:
+            cell["outputs"] = []
         cell["outputs"] = [cap(o) for o in cell.get("outputs", [])]
     untrusted.write_fresh(autograded, json.dumps(notebook, indent=1))
+
+
+def verdict(result: dict | None) -> list[dict]:
+    """A test cell's outputs, from the clean run's result: its error, or none if it passed."""
+    if not result or not result.get("error"):
+        return []
+    kind, _, message = str(result.get("message") or result["error"]).partition(": ")
+    return [{"output_type": "error", "ename": kind, "evalue": message, "traceback": []}]
 
 
 def cap(output: dict) -> dict:

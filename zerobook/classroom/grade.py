@@ -213,7 +213,7 @@ class Grader:
         try:  # what goes wrong here costs this student alone
             outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
             outcome.flags += review.review_file(notebook, lab)  # read, never run
-            feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb")
+            feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb", clean)
             with self.lock:
                 nbgrader(self.labs, self.root, "generate_feedback", lab, "--force",
                          "--student", student)

@@ -33,6 +33,9 @@ from zerobook.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
 from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, train
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.labs.means import verdicts
+from zerobook.labs.student_state import roots
+from zerobook.labs.weights_used import weights_used
 from zerobook.labs.withhold import TORCH_DDP
 from zerobook.measure import unique_bytes
 from zerobook.models import GPT
@@ -73,10 +76,18 @@ def model_from(me) -> torch.nn.Module:
 
 
 class StudentDDP:
-    """The student's BucketedDDP; AdamW in two groups; clipping in piece order."""
+    """The student's BucketedDDP; AdamW in two groups; clipping in piece order. After each
+    finish(), every param.grad must hold the mean of every rank's gradient (the harness's
+    hooks, registered first, copy each as it arrives: zerobook.labs.means)."""
 
     def __init__(self, student, model, me):
-        self.model, self.world_size = model, me.world_size
+        self.model, self.world_size, self.me = model, me.world_size, me
+        self.student, self.grads, self.steps = student, {}, 0
+        names = {id(p): name for name, p in model.named_parameters()}
+        for param in model.parameters():
+            param.register_post_accumulate_grad_hook(
+                lambda p: self.grads.update({names[id(p)]: p.grad.detach().clone()})
+            )
         self.ddp = call_student(student, "BucketedDDP", model, BUCKET_CAP_BYTES)
         groups = optimizer_groups(list(model.parameters()))
         self.optimizer = torch.optim.AdamW(groups, **OPTIONS)
@@ -84,6 +95,15 @@ class StudentDDP:
     def backward(self, loss):
         loss.backward()
         call_student(self.ddp, "finish")
+        holds, _ = verdicts(self.model, self.grads, self.me)
+        wrong = [(name, held) for name, held in holds.items() if held != "mean"]
+        if wrong:
+            raise RuntimeError(
+                f"step {self.steps}: after your DDP's finish(), {wrong[0][0]}'s gradient "
+                f"holds {wrong[0][1]!r}, not the mean of every rank's ({len(wrong)} "
+                "gradient(s) so): finish() must leave each param.grad that mean"
+            )
+        self.steps += 1
 
     def clip(self, max_norm: float) -> float:
         return clip_in_piece_order(self.model, max_norm, self.world_size)
@@ -95,7 +115,8 @@ class StudentDDP:
         self.optimizer.zero_grad(set_to_none=True)
 
     def kept(self) -> int:
-        return unique_bytes(reachable([self.ddp, self.model, self.optimizer]))
+        held = [self.ddp, self.model, self.optimizer, roots(self.student, self.model)]
+        return unique_bytes(reachable(held))
 
 
 class StudentZero3:
@@ -133,7 +154,8 @@ class StudentZero3:
         call_student(self.zero, "zero_grad")
 
     def kept(self) -> int:
-        return unique_bytes(reachable([self.zero, self.model, self.optimizer]))
+        held = [self.zero, self.model, self.optimizer, roots(self.student, self.model)]
+        return unique_bytes(reachable(held))
 
 
 class FSDP2:
@@ -172,11 +194,17 @@ class FSDP2:
 
 def run(method, name: str, steps: int, data, held_out, me) -> dict:
     """`steps` steps of the STEPS-step schedule; the bytes kept after the first step;
-    held-out bits per byte at the end."""
+    held-out bits per byte at the end, of the weights the model computes with, in a model of
+    the harness's (no hook of the student's: zerobook.labs.weights_used), the same on
+    every rank."""
     kept = []
     result = train(method, data, me, range(steps), STEPS, name, kept=kept)
     result["kept"] = kept[0]
-    result["held_out"] = held_out_bits(method.model, held_out, me)
+    theirs = not isinstance(
+        method, FSDP2
+    )  # PyTorch's, the harness's own: measured as it is
+    method.used = weights_used(method.model, me, name) if theirs else method.model
+    result["held_out"] = held_out_bits(method.used, held_out, me)
     return result
 
 
@@ -188,7 +216,7 @@ def train_part(student, me, data, held_out) -> dict:
     runs["ddp"] = run(ddp, "your DDP", PREFIX, data, held_out, me)
     zero3 = StudentZero3(student, model_from(me), me)
     runs["zero3"] = run(zero3, "your ZeRO-3", STEPS, data, held_out, me)
-    generated = sample(zero3.model, b"def ", 200, me.device)
+    generated = sample(zero3.used, b"def ", 200, me.device)
     used = torch_fsdp_used(ddp.model) + torch_fsdp_used(zero3.model)
     numel = sum(p.numel() for p in ddp.model.parameters())
     # two orders of one norm's sum: at most this far apart, relatively (zerobook.parity)

@@ -18,12 +18,12 @@ launched on 3 ranks: with 2, a sum has one order only, and equality would prove 
 """
 
 import torch
-import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.inflight import Handle, InFlight
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.labs.means import MEANS, verdicts
 from zerobook.labs.withhold import TORCH_DDP
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
@@ -44,8 +44,6 @@ BUCKET_CAP_BYTES, STEPS, SEED = (
 BATCH, LR = 2, 1e-3
 FORBIDDEN = ("zerobook.ddp", "zerobook.bucket_events")  # the course's DDP, the grader's
 UNSEEN = ("zerobook.ddp", "zerobook.bucket_events")  # hidden from a graded submission
-ALL_GATHER = dist.all_gather_into_tensor  # the harness's own, never a wrapper
-MEANS = {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * (1 / n)}
 
 
 class Arrivals:
@@ -84,53 +82,6 @@ def matches(flat: torch.Tensor, offset: int, grad: torch.Tensor) -> bool:
     piece = flat[offset : offset + grad.numel()]
     same_size = piece.numel() == grad.numel()
     return same_size and torch.equal(piece, grad.reshape(-1).to(piece.dtype))
-
-
-@torch.no_grad()
-def rank_gradients(model, grads: dict, me: zb.Rank) -> torch.Tensor:
-    """Every rank's gradients as they arrived, flat in parameter order: (N, numel)."""
-    mine = torch.cat([grads[name].reshape(-1) for name, _ in model.named_parameters()])
-    parts = torch.empty(me.world_size * mine.numel(), device=mine.device)
-    ALL_GATHER(parts, mine)
-    return parts.view(me.world_size, -1)
-
-
-def verdict(grad, piece: slice, parts, total, means: dict, rank: int) -> str:
-    """What one param.grad holds: "mean", "sum", "own", "own_mean" (this rank's own
-    gradient divided by N), "none" or "other"."""
-    if grad is None:
-        return "none"
-    grad = grad.reshape(-1)
-    if any(torch.equal(grad, mean[piece]) for mean in means.values()):
-        return "mean"
-    if torch.equal(grad, total[piece]):
-        return "sum"
-    own = parts[rank][piece]
-    if torch.equal(grad, own):
-        return "own"
-    divided = [average(own, len(parts)) for average in MEANS.values()]
-    return "own_mean" if any(torch.equal(grad, d) for d in divided) else "other"
-
-
-@torch.no_grad()
-def verdicts(model, grads: dict, me: zb.Rank) -> tuple[dict, str]:
-    """What each param.grad holds after finish(), against the ranks' gradients summed in
-    rank order; and the mean they hold (sum * (1/N) only if every one does)."""
-    parts = rank_gradients(model, grads, me)
-    total = parts[0].clone()
-    for part in parts[1:]:
-        total += part
-    means = {way: mean(total, me.world_size) for way, mean in MEANS.items()}
-    out, offset, multiplied = {}, 0, True
-    for name, param in model.named_parameters():
-        piece = slice(offset, offset + param.numel())
-        offset += param.numel()
-        out[name] = verdict(param.grad, piece, parts, total, means, me.rank)
-        mean = means["sum * (1/N)"][piece]
-        multiplied &= param.grad is not None and torch.equal(
-            param.grad.reshape(-1), mean
-        )
-    return out, "sum * (1/N)" if multiplied else "sum / N"
 
 
 def step_report(flight, start: int, first: int, arrivals: Arrivals, model, me) -> dict:

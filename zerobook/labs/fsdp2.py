@@ -30,7 +30,7 @@ from torch.distributed.fsdp import FSDPModule
 import zerobook as zb
 from zerobook.comm import CommMeter
 from zerobook.fsdp2 import full_weights, kept_bytes, local, mesh_of
-from zerobook.labs.harness import call_student, load_student, parse_args
+from zerobook.labs.harness import call_student, import_again, load_student, parse_args
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
 from zerobook.sharded_checkpoint import state_digests
@@ -173,6 +173,8 @@ def prefetch(student, me: zb.Rank) -> dict:
 
 
 def checkpoint(student, me: zb.Rank) -> dict:
+    """Save after two steps; load into a fresh model with the student's file imported again
+    (what it kept in memory is not there: the checkpoint must be on disk), then continue."""
     model, optimizer = student_model(student, me)
     for i in range(2):
         step(model, optimizer, i, me)
@@ -185,7 +187,8 @@ def checkpoint(student, me: zb.Rank) -> dict:
     step(
         fresh, fresh_optimizer, 5, me
     )  # a different state, to be overwritten by the load
-    call_student(student, "load", fresh, fresh_optimizer, str(folder / "ckpt"))
+    again = import_again(student.__file__)  # nothing of the first import's memory
+    call_student(again, "load", fresh, fresh_optimizer, str(folder / "ckpt"))
     torch.distributed.barrier()  # every rank has read it: the checkpoint goes
     if me.rank == 0:
         shutil.rmtree(folder, ignore_errors=True)

@@ -95,9 +95,18 @@ def load_student(path: str, withheld=()):
         owners=(zerobook, dist),
         also=lambda: untouched.check(_torch[0], collectives=False, tensors=True),
     )  # from now on only the harness's code reports, torch untouched
-    spec = importlib.util.spec_from_file_location("student", file)
+    return import_again(file, "student")
+
+
+def import_again(path, name: str = "student_again"):
+    """The student's file imported (again) as a module of its own, `name`, as load_student
+    does: a second copy shares nothing the first kept in its globals (Lab 6 loads a checkpoint
+    with it, so that a checkpoint kept in memory instead of on disk is not found)."""
+    from zerobook.labs import untouched
+
+    spec = importlib.util.spec_from_file_location(name, Path(path).resolve())
     module = importlib.util.module_from_spec(spec)
-    sys.modules["student"] = module
+    sys.modules[name] = module
     before = len(taken)
     with student_code():  # its import is the student's code too
         spec.loader.exec_module(module)

@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.comm import CommMeter
-from zerobook.inflight import sequence_number
+from zerobook.inflight import every_group_count
 from zerobook.labs.harness import call_student, forbid, load_student, parse_args, refuse
 
 PARTS = ["correct", "bytes"]
@@ -30,25 +30,25 @@ P2P = ("send", "isend", "recv", "irecv")
 def per_p2p_op(me: zb.Rank) -> int:
     """How far one send or receive moves the process group's count of its operations (gloo: 1;
     a backend may count only collectives: 0), from one metered exchange with a neighbour."""
-    before = sequence_number()
+    before = every_group_count()
     out, into = torch.zeros(1, device=me.device), torch.zeros(1, device=me.device)
     ops = [dist.P2POp(dist.isend, out, (me.rank + 1) % me.world_size),
            dist.P2POp(dist.irecv, into, (me.rank - 1) % me.world_size)]  # fmt: skip
     for work in dist.batch_isend_irecv(ops):
         work.wait()
-    return (sequence_number() - before) // 2
+    return (every_group_count() - before) // 2
 
 
 def ring_call(student, tensor, me: zb.Rank, step: int) -> CommMeter:
     """The student's ring_all_reduce(tensor), metered; it fails the part if it called a
     built-in collective, or ran an operation the meter did not see (a collective or a send
     taken before the meter was in place: the process group's own count says so)."""
-    before = sequence_number()
+    before = every_group_count()
     with CommMeter() as meter:
         call_student(student, "ring_all_reduce", tensor)
     p2p = sum(event.op in P2P for event in meter.events)
     builtin = sorted({event.op for event in meter.events if event.op not in P2P})
-    unseen = sequence_number() - before - step * p2p - len(builtin)
+    unseen = every_group_count() - before - step * p2p - len(builtin)
     if builtin:
         raise RuntimeError(
             f"your ring_all_reduce called {', '.join(builtin)}, a built-in collective: "

@@ -135,10 +135,7 @@ def train(student, me: zb.Rank, flight: InFlight) -> dict:
         raise AttributeError("your file defines no class 'Zero3'")
     make = types.SimpleNamespace(Zero3=functools.partial(student.Zero3, **OPTIONS))
     zero = call_student(make, "Zero3", model, list(model.blocks), RecordedAdamW)
-    held = [
-        zero,
-        roots(student, model),
-    ]  # its object, and what its file keeps elsewhere
+    held = lambda: [zero, roots(student, model)]  # its object, what its file keeps now
     watch.hook_forward()
     plan = layout(initial, me)
     masters = plan.pop("masters")
@@ -153,7 +150,7 @@ def train(student, me: zb.Rank, flight: InFlight) -> dict:
         events = step_events(flight, start, first, watch, plan["found"], masters, me)
         call_student(zero, "step")
         steps.append(
-            {"events": events, "peak": watch.peak, "kept": kept(held, watch, masters)}
+            {"events": events, "peak": watch.peak, "kept": kept(held(), watch, masters)}
         )
         call_student(zero, "zero_grad")
         seen.append(dict(watch.weights))
