@@ -210,7 +210,9 @@ def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_pa
 def test_a_private_copy_of_the_labs_grades_with_parameters_students_never_saw(tmp_path):
     """`make grade LABS=private`: Lab 2 from an instructor's copy of labs/ whose
     hidden_params.json gives the harness another cap and seed; it is not released, the
-    reference still scores full marks, and its run used the instructor's cap."""
+    reference still scores full marks, and the run used the instructor's cap: a DDP with the
+    public cap written in loses its buckets (the feedback no longer shows the kernel's output
+    after the hidden tests, so the run's cap is read from what it did)."""
     import json
     import shutil
 
@@ -227,13 +229,20 @@ def test_a_private_copy_of_the_labs_grades_with_parameters_students_never_saw(tm
         json.dumps({"bucket_cap_bytes": 40960, "seed": 99})
     )
     root = tmp_path / "course"
-    round_trip(
-        root, lambda r: {"ddp": {"reference": source("ddp")}}, ["ddp"], labs_dir=private
+    from test_hostile import edit
+
+    public = lambda text: text.replace(
+        "self.cap = bucket_cap_bytes", "self.cap = 32 * 1024"
     )
+    students = {
+        "reference": source("ddp"),
+        "public_cap": edit(source("ddp"), "rank_script", public),
+    }
+    round_trip(root, lambda r: {"ddp": students}, ["ddp"], labs_dir=private)
     assert not list((root / "release" / "ddp").glob("hidden_params*"))
-    assert part_scores(root, "ddp", POINTS["ddp"])["reference"] == POINTS["ddp"]
-    graded = (root / "autograded" / "reference" / "ddp" / "ddp.ipynb").read_text()
-    assert "a cap of 40,960 bytes" in graded and "a cap of 32,768 bytes" not in graded
+    scores = part_scores(root, "ddp", POINTS["ddp"])
+    assert scores["reference"] == POINTS["ddp"]
+    assert scores["public_cap"]["test_buckets"] == 0, scores["public_cap"]
 
 
 def test_capstone_a_norm_summed_in_another_order_loses_only_the_clip_and_the_curves(

@@ -648,17 +648,16 @@ def test_lab2_a_forged_report_scores_zero_everywhere_and_is_named(graded_ddp):
     assert "tampering: zb.report was replaced" in ddp_page(root, "forge_parity")
 
 
-def test_lab2_an_all_reduce_that_bypasses_the_record_scores_no_event_part(graded_ddp):
-    """Its own all_reduce, through the process group: nothing recorded, so nothing the events
-    grade can pass; its broadcast still counts; the process it left behind is gone."""
+def test_lab2_an_all_reduce_that_bypasses_the_record_scores_zero_and_is_named(
+    graded_ddp,
+):
+    """Its own all_reduce, through the process group, put in dist.all_reduce's place: the
+    harness finds torch.distributed's function replaced (zerobook.labs.untouched), so no part
+    counts; the process it tried to leave behind was never started."""
     root, _, scores = graded_ddp
-    theirs = scores["bypass_all_reduce"]
-    assert {
-        part: theirs[part]
-        for part in ("test_once", "test_buckets", "test_overlap", "test_waits")
-    } == dict.fromkeys(("test_once", "test_buckets", "test_overlap", "test_waits"), 0)
-    assert theirs["test_broadcast"] == 1
-    assert "no dist.all_reduce in the step" in ddp_page(root, "bypass_all_reduce")
+    assert scores["bypass_all_reduce"] == dict.fromkeys(DDP_POINTS, 0)
+    page = ddp_page(root, "bypass_all_reduce")
+    assert "replaced torch.distributed.all_reduce" in page
     left = [
         p.info["cmdline"]
         for p in psutil.process_iter(["cmdline"])
@@ -785,20 +784,15 @@ def test_lab4_a_forged_report_or_a_patched_meter_scores_zero_everywhere_and_is_n
         assert named in zero_page(root, student)
 
 
-def test_lab4_a_reduce_scatter_that_bypasses_the_record_scores_no_event_part(
+def test_lab4_a_reduce_scatter_that_bypasses_the_record_scores_zero_and_is_named(
     graded_zero,
 ):
-    """Its own reduce-scatter, through the process group: nothing recorded, so nothing the
-    events grade can pass; its layout and state still count; the process it left is gone."""
+    """Its own reduce-scatter, through the process group, put in dist's place: torch's
+    function replaced, so no part counts; the process it tried to leave was never started."""
     root, _, scores = graded_zero
-    theirs = scores["bypass_reduce_scatter"]
-    assert {
-        part: theirs[part] for part in ("test_buckets", "test_overlap", "test_traffic")
-    } == dict.fromkeys(("test_buckets", "test_overlap", "test_traffic"), 0)
-    assert theirs["test_state"] == ZERO_POINTS["test_state"]
-    assert "no dist.reduce_scatter_tensor in the step" in zero_page(
-        root, "bypass_reduce_scatter"
-    )
+    assert scores["bypass_reduce_scatter"] == dict.fromkeys(ZERO_POINTS, 0)
+    page = zero_page(root, "bypass_reduce_scatter")
+    assert "replaced torch.distributed.reduce_scatter_tensor" in page
     left = [
         p.info["cmdline"]
         for p in psutil.process_iter(["cmdline"])
@@ -938,20 +932,15 @@ def test_lab5_forged_patched_or_borrowed_runs_score_zero_everywhere_and_are_name
         assert says in feedback_page(root, student, "zero3"), student
 
 
-def test_lab5_an_all_gather_that_bypasses_the_record_scores_no_gather_part(
+def test_lab5_an_all_gather_that_bypasses_the_record_scores_zero_and_is_named(
     graded_zero3,
 ):
-    """Its own all-gather, through the process group: nothing recorded, so the parts that
-    grade the all-gathers fail; the weights are right; the process it left behind is gone."""
+    """Its own all-gather, through the process group, put in dist's place: torch's function
+    replaced, so no part counts; the process it tried to leave was never started."""
     root, _, scores = graded_zero3
-    theirs = scores["bypass_all_gather"]
-    assert {
-        part: theirs[part] for part in ("test_traffic", "test_forward", "test_backward")
-    } == dict.fromkeys(("test_traffic", "test_forward", "test_backward"), 0)
-    assert theirs["test_parity"] == 2
-    assert "blocks.1 was not gathered" in feedback_page(
-        root, "bypass_all_gather", "zero3"
-    )
+    assert scores["bypass_all_gather"] == dict.fromkeys(ZERO3_POINTS, 0)
+    page = feedback_page(root, "bypass_all_gather", "zero3")
+    assert "replaced torch.distributed.all_gather_into_tensor" in page
     left = [
         p.info["cmdline"]
         for p in psutil.process_iter(["cmdline"])
