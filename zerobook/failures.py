@@ -62,16 +62,17 @@ def records(report_dir: str, kind: str) -> list[dict]:
     return [read_json(path, RECORD_BYTES) for path in paths]
 
 
-def issue_tokens(report_dir: str, nproc: int, attempts: int) -> dict[int, set[str]]:
+def issue_tokens(report_dir: str, nproc: int, attempts: int, name=".token") -> dict:
     """A secret per rank and attempt, left where only that rank's zerobook.rank_entry reads it
-    (and deletes it before its target runs); returns rank -> the tokens that prove it finished."""
+    (and deletes it before its target runs: rank -> the tokens that prove it finished), or
+    its watcher (name=".wtoken": zerobook.witness.take_token)."""
     import secrets
 
     tokens: dict[int, set[str]] = {}
     for rank in range(nproc):
         for attempt in range(attempts):
             token = secrets.token_hex(16)
-            (Path(report_dir) / f".token{rank}.{attempt}").write_text(token)
+            (Path(report_dir) / f"{name}{rank}.{attempt}").write_text(token)
             tokens.setdefault(rank, set()).add(token)
     return tokens
 

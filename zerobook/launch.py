@@ -131,7 +131,7 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
         start, cpu = time.monotonic(), _children_cpu()
         stream = RankOutput(echo)
         tokens = issue_tokens(report_dir, nproc, max_restarts + 1)
-        watchers = witness.issue_tokens(report_dir, nproc, max_restarts + 1)
+        watchers = issue_tokens(report_dir, nproc, max_restarts + 1, name=".wtoken")
         environment = run_env(report_dir, run_id, debug, collective_timeout, extra)
         if sandbox is not None:
             command = sandbox.wrap(command, report_dir, environment)  # its own private /tmp

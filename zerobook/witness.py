@@ -23,7 +23,6 @@ from __future__ import annotations
 import hmac
 import json
 import os
-import secrets
 import select
 from pathlib import Path
 
@@ -62,17 +61,6 @@ def collect(read_fd: int, child: int) -> tuple[bytes, int]:
 
 def mark(token: str, data: bytes) -> str:
     return hmac.new(token.encode(), data, "sha256").hexdigest()
-
-
-def issue_tokens(report_dir: str, nproc: int, attempts: int) -> dict[int, set[str]]:
-    """The launcher: a secret per rank and attempt for its watcher (.wtoken RANK.ATTEMPT)."""
-    tokens: dict[int, set[str]] = {}
-    for rank in range(nproc):
-        for attempt in range(attempts):
-            token = secrets.token_hex(16)
-            (Path(report_dir) / f".wtoken{rank}.{attempt}").write_text(token)
-            tokens.setdefault(rank, set()).add(token)
-    return tokens
 
 
 def take_token(report_dir: str, rank: int, attempt: int) -> str | None:
