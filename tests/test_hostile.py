@@ -792,7 +792,7 @@ def test_lab4_a_reduce_scatter_that_bypasses_the_record_scores_zero_and_is_named
     root, _, scores = graded_zero
     assert scores["bypass_reduce_scatter"] == dict.fromkeys(ZERO_POINTS, 0)
     page = zero_page(root, "bypass_reduce_scatter")
-    assert "replaced torch.distributed.reduce_scatter_tensor" in page
+    assert "torch.distributed.reduce_scatter_tensor, which the grader" in page
     left = [
         p.info["cmdline"]
         for p in psutil.process_iter(["cmdline"])
