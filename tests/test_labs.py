@@ -504,9 +504,15 @@ def ddp_problems(run) -> dict[str, list[str]]:
         for name, check in checks.items()
     }
     found["broadcast"] = [
-        r["broadcast"]["worst"] for r in run.ranks if r["broadcast"]["diff"]
+        (r["broadcast"] or {"worst": "not checked"})["worst"]
+        for r in run.ranks
+        if (r["broadcast"] or {"diff": 1})["diff"]
     ]
-    found["parity"] = [r["parity"]["worst"] for r in run.ranks if r["parity"]["diff"]]
+    found["parity"] = [
+        (r["parity"] or {"worst": "not checked"})["worst"]
+        for r in run.ranks
+        if (r["parity"] or {"diff": 1})["diff"]
+    ]
     return found
 
 
@@ -568,10 +574,12 @@ def test_lab2_a_bucket_waited_on_at_once_or_divided_before_its_wait_loses_only_t
     assert all(named in problem for problem in found[key]), found[key]
 
 
-def test_lab2_a_last_bucket_never_sent_is_named_when_the_next_step_crashes(tmp_path):
+def test_lab2_a_last_bucket_never_sent_keeps_what_step_0_showed_and_names_it(tmp_path):
     """finish() that forgets the open bucket: its gradients stay in it, the next step's
-    zero_grad sets them to None and the student's launch crashes on them; the error
-    names the gradients the previous step never reduced and says what finish() must do."""
+    zero_grad sets them to None and the student's launch crashes on them. The run still
+    reports step 0 (whose once test names the gradients never reduced) and the broadcast;
+    its failure names the student's line, the gradients the previous step never reduced
+    and what finish() must do; parity is not checked."""
     student = planted(
         tmp_path,
         "ddp",
@@ -579,12 +587,87 @@ def test_lab2_a_last_bucket_never_sent_is_named_when_the_next_step_crashes(tmp_p
         "        if self.bucket:\n            self.launch()\n",
         "",
     )
-    with pytest.raises(zb.LaunchError) as caught:
-        zb.grading.run_part("ddp", student, "train", nproc=3, echo=False)
-    said = str(caught.value)
-    assert "step 1: AttributeError" in said, said
+    run = zb.grading.run_part("ddp", student, "train", nproc=3, echo=False)
+    said = zb.grading.failure(run)
+    assert said.startswith("the run failed at step 1, rank 0: ddp_student.py, line"), (
+        said
+    )
+    assert "p.grad.reshape(-1) for p in self.bucket" in said, said
     assert "in no all-reduce when finish() returned" in said, said
     assert "finish() must send the last, partly filled bucket" in said, said
+    assert all(len(r["steps"]) == 1 and r["parity"] is None for r in run.ranks)
+    found = ddp_problems(run)
+    assert not found["broadcast"], found
+    assert any("in no all-reduce: embed.weight" in p for p in found["once"]), found
+    with pytest.raises(AssertionError, match="not checked .every step is needed.: the"):
+        zb.grading.not_checked(run, "every step")
+
+
+def test_lab2_one_rank_failing_mid_backward_is_named_first_and_ends_every_rank(
+    tmp_path,
+):
+    """Rank 1 alone raises in its hook in step 1 while its peers wait in an all-reduce:
+    every rank reports step 0, the peers say they lost rank 1, and the run's failure is
+    rank 1's own line (within the collective timeout, not a hang)."""
+    hook = "        self.bucket.append(param)\n"
+    student = planted(
+        tmp_path,
+        "ddp",
+        "one_rank",
+        hook,
+        hook + "        self.k = getattr(self, 'k', 0) + 1\n"
+        "        if dist.get_rank() == 1 and self.k == 50:\n"
+        "            raise ValueError('rank one alone')\n",
+    )
+    run = zb.grading.run_part("ddp", student, "train", nproc=3, echo=False)
+    said = zb.grading.failure(run)
+    assert said.startswith("the run failed at step 1, rank 1: ddp_student.py"), said
+    assert "ValueError: rank one alone" in said, said
+    assert [len(r["steps"]) for r in run.ranks] == [1, 1, 1]
+    assert [r["failed"]["lost_peer"] for r in run.ranks] == [True, False, True]
+
+
+def test_lab2_a_hook_given_the_gradient_is_named_with_the_hook_to_use(tmp_path):
+    """param.register_hook instead of the post-accumulate hook: the hook gets a gradient,
+    whose .grad is None; the failure shows the student's line and names the hook to use."""
+    student = planted(
+        tmp_path,
+        "ddp",
+        "register_hook",
+        "param.register_post_accumulate_grad_hook(self.on_grad)",
+        "param.register_hook(self.on_grad)",
+    )
+    run = zb.grading.run_part("ddp", student, "train", nproc=3, echo=False)
+    said = zb.grading.failure(run)
+    assert "at step 0, rank 0: ddp_student.py, line" in said, said
+    assert "'NoneType' object has no attribute 'numel'" in said, said
+    assert "register_post_accumulate_grad_hook(hook)" in said, said
+    assert all(r["broadcast"]["diff"] == 0 for r in run.ranks)
+
+
+def test_lab2_gradients_divided_before_the_all_reduce_lose_only_parity_saying_why(
+    tmp_path,
+):
+    """PyTorch DDP's own mean (each gradient divided by N, then summed): the buckets, the
+    overlap and the waits are right and pass; parity fails, explaining the lab's contract."""
+    from zerobook import bucket_events
+
+    student = planted(
+        tmp_path,
+        "ddp",
+        "divided_first",
+        "        flat = torch.cat([p.grad.reshape(-1) for p in self.bucket])\n",
+        "        flat = torch.cat([p.grad.reshape(-1) for p in self.bucket])\n"
+        "        flat /= dist.get_world_size()\n",
+        "            flat.div_(dist.get_world_size())\n",
+        "",
+    )
+    run = zb.grading.run_part("ddp", student, "train", nproc=3, echo=False)
+    found = ddp_problems(run)
+    assert {name for name, problems in found.items() if problems} == {"parity"}, found
+    said = bucket_events.parity_hint(run.ranks[0])
+    assert "already divided by the world size (3)" in said, said
+    assert "PyTorch's DistributedDataParallel" in said, said
 
 
 def test_lab2_a_file_that_imports_the_courses_ddp_fails_the_whole_run(tmp_path):

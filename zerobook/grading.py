@@ -125,6 +125,26 @@ def run_shared(
     return _SHARED[name]
 
 
+def failure(run: RunResult) -> str | None:
+    """The run's failure in words (zerobook.labs.crash): the rank that failed first, its
+    step, its line and error, not the ranks that only lost it; None if every step ran."""
+    from zerobook.labs.crash import describe
+
+    failed = [report["failed"] for report in run.ranks if report.get("failed")]
+    if not failed:
+        return None
+    first = min(failed, key=lambda f: (f["lost_peer"], f["rank"]))
+    return describe(first)
+
+
+def not_checked(run: RunResult, needs: str = "the whole run") -> None:
+    """Raise AssertionError if the run failed: a test that needs `needs` cannot check it
+    (the tests that read only what ran before the failure still count)."""
+    said = failure(run)
+    if said:
+        raise AssertionError(f"not checked ({needs} is needed): {said}")
+
+
 class PartFailed(RuntimeError):
     """A part of a launch that ran several raised on some rank (the others ran)."""
 

@@ -7,7 +7,8 @@ The student's file defines a class
     BucketedDDP(model, bucket_cap_bytes)  rank 0's weights everywhere, gradient hooks
     .finish()                             after backward: wait for each bucket, the mean
 The one part, `train`, gives each rank a GPT from a seed of its own, wraps it and trains
-STEPS AdamW steps on the rank's slice of each batch, every sum in rank order
+STEPS AdamW steps (until one fails: what the steps before showed is still reported, with
+the failure, zerobook.labs.crash) on the rank's slice of each batch, every sum in rank order
 (zerobook.parity), every all-reduce in flight until waited on (zerobook.inflight). It
 reports per step the events in order (each gradient's arrival, each all-reduce and wait,
 finish()), the gradients each all-reduce held (matched against copies made as they
@@ -21,6 +22,7 @@ import torch
 
 import zerobook as zb
 from zerobook.inflight import Handle, InFlight
+from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.means import MEANS, verdicts
@@ -62,9 +64,24 @@ class Arrivals:
         self.grads[name] = param.grad.detach().clone()
 
 
-def held(tensor: torch.Tensor, grads: dict, order: list[str]) -> dict:
+def held(tensor: torch.Tensor, grads: dict, order: list[str], world_size: int) -> dict:
     """The gradients an all-reduce's 1-D view held, in its order, matched bit for bit
-    against copies made as they arrived; `unmatched`: where nothing matched."""
+    against copies made as they arrived (or against those copies divided by the world
+    size, as PyTorch's DDP divides before it sums: `divided`); `unmatched`: where
+    nothing matched."""
+    found = held_as(tensor, grads, order)
+    if found["unmatched"] is None:
+        return found
+    for divide in MEANS.values():
+        divided = {name: divide(grad, world_size) for name, grad in grads.items()}
+        first = held_as(tensor, divided, order)
+        if first["unmatched"] is None:
+            return {**first, "divided": True}
+    return found
+
+
+def held_as(tensor: torch.Tensor, grads: dict, order: list[str]) -> dict:
+    """held(), against `grads` as given."""
     flat, names, offset = tensor.reshape(-1), [], 0
     while offset < flat.numel():
         start = order.index(names[-1]) + 1 if names else 0
@@ -94,7 +111,7 @@ def step_report(flight, start: int, first: int, arrivals: Arrivals, model, me) -
     ]
     order = [e[1] for e in events if e[0] == "grad"]
     inputs = [flight.inputs[e[1] + first] for e in events if e[0] == "all_reduce"]
-    reduces = [held(tensor, arrivals.grads, order) for tensor in inputs]
+    reduces = [held(t, arrivals.grads, order, me.world_size) for t in inputs]
     grads, average = verdicts(model, arrivals.grads, me)
     return {
         "events": events,
@@ -119,51 +136,63 @@ def difference(model, reference) -> dict:
     return {"diff": diffs[worst], "worst": worst if diffs[worst] else None}
 
 
-def train(student, me: zb.Rank, flight: InFlight) -> dict:
-    """The student's DDP for STEPS steps: the broadcast's result, each step's report."""
+def train(student, me: zb.Rank, flight: InFlight, steps: Steps) -> dict:
+    """The student's DDP for STEPS steps, until a step fails (`steps.failed`): the
+    broadcast's result (None if the constructor failed), each finished step's report."""
     model = model_from(SEED + me.rank, me)  # a rank's own weights, until the broadcast
     arrivals = Arrivals(model, flight)
-    ddp = call_student(student, "BucketedDDP", model, BUCKET_CAP_BYTES)
-    broadcast = difference(model, model_from(SEED, me))
-    broadcast["calls"] = sum(e[0] == "broadcast" for e in flight.events)
+    run = {"broadcast": None, "steps": [], "model": model}
+    steps.hint = lambda exc, index: crash_hint(index, exc, run["steps"])
+    with steps.at("BucketedDDP(model, bucket_cap_bytes)"):
+        ddp = call_student(student, "BucketedDDP", model, BUCKET_CAP_BYTES)
+    if not steps.agree("BucketedDDP(model, bucket_cap_bytes)"):
+        return run
+    run["broadcast"] = difference(model, model_from(SEED, me))
+    run["broadcast"]["calls"] = sum(e[0] == "broadcast" for e in flight.events)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
-    steps = []
     for index in range(STEPS):
         start, first = len(flight.events), len(flight.inputs)
-        try:
+        with steps.at(index):
             next_token_loss(model, rank_batch(CONFIG, BATCH, index, me)).backward()
             flight.note("finish")
             call_student(ddp, "finish")
-        except Exception as exc:
-            raise RuntimeError(crash_hint(index, exc, steps)) from exc
+        if not steps.agree(index):
+            break
         flight.note("finished")
-        steps.append(step_report(flight, start, first, arrivals, model, me))
+        run["steps"].append(step_report(flight, start, first, arrivals, model, me))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    return {"broadcast": broadcast, "steps": steps, "model": model}
+    return run
 
 
-def crash_hint(index: int, exc: Exception, steps: list[dict]) -> str:
-    """What a step's crash says, with the likely cause the previous step shows: gradients
-    that arrived but were in no all-reduce when finish() returned (a bucket left open)."""
-    said = f"step {index}: {type(exc).__name__}: {exc}"
-    if not steps:
-        return said
-    last = steps[-1]
-    sent = {name for reduce in last["all_reduces"] for name in reduce["params"]}
-    left = [e[1] for e in last["events"] if e[0] == "grad" and e[1] not in sent]
-    if not left:
-        return said
-    return (
-        f"{said}. In step {index - 1}, {len(left)} gradient(s) ({', '.join(left[:3])}"
-        f"{', ...' if len(left) > 3 else ''}) were in no all-reduce when finish() "
-        "returned: finish() must send the last, partly filled bucket, and empty it"
-    )
+def crash_hint(index, exc: Exception, steps: list[dict]) -> str:
+    """The likely cause of a step's crash: gradients of the previous step in no all-reduce
+    when finish() returned (a bucket left open), or a hook that saw no param.grad."""
+    left = []
+    if steps:
+        last = steps[-1]
+        sent = {name for reduce in last["all_reduces"] for name in reduce["params"]}
+        left = [e[1] for e in last["events"] if e[0] == "grad" and e[1] not in sent]
+    if left:
+        return (
+            f"In step {index - 1}, {len(left)} gradient(s) ({', '.join(left[:3])}"
+            f"{', ...' * (len(left) > 3)}) were in no all-reduce when finish() "
+            "returned: finish() must send the last, partly filled bucket, and empty it"
+        )
+    if "'NoneType' object has no attribute" in str(exc):
+        return (
+            "Something your code read was None: if it was a param.grad, register the hook "
+            "with param.register_post_accumulate_grad_hook(hook), which calls hook(param) "
+            "once param.grad holds this backward's gradient (param.register_hook calls "
+            "its hook with the gradient, before param.grad is set)"
+        )
+    return ""
 
 
 def reference(me: zb.Rank, average: str) -> torch.nn.Module:
     """One process from rank 0's weights: each step, the N slices' gradients computed
-    apart, summed in rank order and averaged as the student's were."""
+    apart, summed in rank order and averaged as the student's were (divided by N after
+    the sum if the student divided first: the lab's contract)."""
     model = model_from(SEED, me)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
     params = list(model.parameters())
@@ -178,7 +207,7 @@ def reference(me: zb.Rank, average: str) -> torch.nn.Module:
             total = grads[0].clone()
             for grad in grads[1:]:
                 total += grad
-            param.grad = MEANS[average](total, me.world_size)
+            param.grad = MEANS.get(average, MEANS["sum / N"])(total, me.world_size)
         optimizer.step()
     return model
 
@@ -190,19 +219,24 @@ def main() -> None:
     record = trusted(
         InFlight, Handle, Arrivals, equal=torch, cat=torch, clone=torch.Tensor
     )
+    steps = Steps(me.rank, cli.student)
     with ordered_sums(), InFlight() as flight:
         student = load_student(cli.student, TORCH_DDP)
-        run = train(student, me, flight)
+        run = train(student, me, flight, steps)
     refuse("your DDP", record, student, files, flight)
     model = run.pop("model")
     scale = max(p.detach().abs().max().item() for p in model.parameters())
-    parity = difference(model, reference(me, run["steps"][0]["average"]))
+    parity = None  # a run that failed is not compared (its tests say "not checked")
+    if steps.going:
+        parity = difference(model, reference(me, run["steps"][0]["average"]))
     params = {name: p.numel() for name, p in model.named_parameters()}
     zb.report(
         record=flight.record(),  # checked against its witness (zerobook.witness)
         **run,
+        failed=steps.failed,  # zerobook.labs.crash
         params=params,
         element_size=4,
+        world_size=me.world_size,
         bucket_cap_bytes=BUCKET_CAP_BYTES,
         parity=parity,
         weight_scale=scale,

@@ -1,0 +1,171 @@
+"""What a run established before it failed: a failure, as every part of a lab reports it.
+
+A harness runs the student's steps inside `Steps`: an exception raised by the student's code
+(or by torch, called from it) ends the steps, not the run. The harness then reports what it
+recorded before, and `failed`:
+
+    {"step": 1, "rank": 2, "error": "AttributeError: 'NoneType' object ...",
+     "where": {"file": "ddp_student.py", "line": 31, "source": "...", "function": "on_grad"},
+     "hint": "finish() must send the last bucket ...", "lost_peer": False}
+
+`where` is the student's own line, the innermost frame of the student's file in the error's
+chain (None when the error came from no line of theirs). A rank whose peer failed first
+(its collective's connection closed) says so (`lost_peer`): the notebook names the rank
+that failed first (zerobook.grading.failure). Each test that needs the step that failed
+says "not checked: ..." and loses its points; what was shown before still counts.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from pathlib import Path
+
+# a consequence of another rank's failure: its collective's link closed, or it timed out
+LOST_PEER = re.compile(
+    r"Connection (closed|reset) by peer|Broken pipe|timed out|Timed out|"
+    r"failed to pass monitoredBarrier|NCCL communicator was aborted|"
+    r"failed at step|failed in "
+)
+ERROR_CHARS = 600  # of the error's message (a tensor's repr can run on)
+
+
+def student_frame(exc: BaseException, student_file: str) -> dict | None:
+    """The innermost frame of the student's file in `exc`'s chain (its cause and context):
+    file (its name only), line, source, function; None if no line of theirs ran."""
+    path, seen, found = str(Path(student_file).resolve()), set(), None
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        frames = [
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if str(Path(f.filename).resolve()) == path
+        ]
+        if frames and found is None:
+            found = frames[-1]
+        exc = exc.__cause__ or exc.__context__
+    if found is None:
+        return None
+    return {
+        "file": Path(found.filename).name,
+        "line": found.lineno,
+        "source": (found.line or "").strip(),
+        "function": found.name,
+    }
+
+
+def error_text(exc: BaseException) -> str:
+    """`Type: message`, the message cut at ERROR_CHARS."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS] + " ..."
+
+
+def failure(exc, step, rank: int, student_file: str, hint: str = "") -> dict:
+    """The record a part reports when the student's steps ended with `exc` at `step`
+    (an int, or a word: "constructor")."""
+    text = error_text(exc)
+    return {
+        "step": step,
+        "rank": rank,
+        "error": text,
+        "where": student_frame(exc, student_file),
+        "hint": hint,
+        "lost_peer": bool(LOST_PEER.search(text)),
+    }
+
+
+class Steps:
+    """Run the student's steps until one raises: `with steps.at(index):` around each, then
+    `steps.agree(index)` before the harness's own collectives; after the first failure,
+    `steps.failed` holds its record and the harness stops (`steps.going`).
+    `hint(exc, step)`: the lab's own reading of the error."""
+
+    def __init__(self, rank: int, student_file: str, hint=None):
+        self.rank, self.student_file, self.hint = rank, student_file, hint
+        self.failed: dict | None = None
+
+    @property
+    def going(self) -> bool:
+        return self.failed is None
+
+    def at(self, step):
+        return _At(self, step)
+
+    def agree(self, step) -> bool:
+        """Whether every rank finished `step` (each says so in the run's store, not by a
+        collective, which a peer that failed would never join); a rank that did, whose
+        peer failed, stops too, naming the peer. Call it on every rank after each step."""
+        import torch.distributed as dist
+        from torch.distributed import distributed_c10d as c10d
+
+        from zerobook.dist import collective_timeout
+
+        store, world = c10d._get_default_store(), dist.get_world_size()
+        said = "ok" if self.going else self.failed["error"][:200]
+        store.set(f"zerobook/step/{step}/{self.rank}", said)
+        keys = [f"zerobook/step/{step}/{r}" for r in range(world)]
+        try:
+            store.wait(keys, collective_timeout())
+        except Exception:  # a peer died before it could say: it failed
+            pass
+        if self.going:
+            for peer, key in enumerate(keys):
+                if peer != self.rank and store.check([key]):
+                    text = store.get(key).decode()
+                    if text != "ok":
+                        self.failed = peer_failed(step, self.rank, peer, text)
+                        break
+            else:
+                missing = [r for r, k in enumerate(keys) if not store.check([k])]
+                if missing:
+                    self.failed = peer_failed(step, self.rank, missing[0], "no answer")
+        return self.going
+
+
+def peer_failed(step, rank: int, peer: int, text: str) -> dict:
+    """A rank's record when it finished `step` but its peer did not."""
+    when = f"at step {step}" if isinstance(step, int) else f"in {step}"
+    return {
+        "step": step,
+        "rank": rank,
+        "error": f"rank {peer} failed {when} ({text})",
+        "where": None,
+        "hint": "",
+        "lost_peer": True,
+    }
+
+
+class _At:
+    def __init__(self, steps: Steps, step):
+        self.steps, self.step = steps, step
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is None or not isinstance(exc, Exception):
+            return False  # KeyboardInterrupt, SystemExit: not the student's step
+        from zerobook.labs.withhold import Withheld
+        from zerobook.report_guard import TamperError
+
+        if isinstance(exc, (Withheld, TamperError)):
+            return False  # borrowing the course's code, tampering: the run scores 0
+        steps = self.steps
+        hint = steps.hint(exc, self.step) if steps.hint else ""
+        steps.failed = failure(exc, self.step, steps.rank, steps.student_file, hint)
+        return True
+
+
+def describe(failed: dict) -> str:
+    """One failure in words: where, the student's line, the error, the hint."""
+    step = failed["step"]
+    when = f"at step {step}" if isinstance(step, int) else f"in {step}"
+    said = f"the run failed {when}, rank {failed['rank']}"
+    where = failed.get("where")
+    if where:
+        said += (
+            f": {where['file']}, line {where['line']}, in {where['function']}: "
+            f"`{where['source']}`"
+        )
+    said += f": {failed['error']}"
+    return said + (f". {failed['hint']}" if failed.get("hint") else "")
