@@ -120,6 +120,7 @@ LAB_LIBRARY = (
     "student_state",
     "means",
     "weights_used",
+    "crash",
 )
 HARNESSES = sorted(
     p

@@ -17,6 +17,7 @@ says "not checked: ..." and loses its points; what was shown before still counts
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 from pathlib import Path
@@ -83,6 +84,7 @@ class Steps:
     def __init__(self, rank: int, student_file: str, hint=None):
         self.rank, self.student_file, self.hint = rank, student_file, hint
         self.failed: dict | None = None
+        self.store = None  # zerobook.dist.run_store, once asked
 
     @property
     def going(self) -> bool:
@@ -95,12 +97,13 @@ class Steps:
         """Whether every rank finished `step` (each says so in the run's store, not by a
         collective, which a peer that failed would never join); a rank that did, whose
         peer failed, stops too, naming the peer. Call it on every rank after each step."""
-        import torch.distributed as dist
-        from torch.distributed import distributed_c10d as c10d
-
         from zerobook.dist import collective_timeout
 
-        store, world = c10d._get_default_store(), dist.get_world_size()
+        if self.store is None:
+            self.store = run_store()
+        if self.store is None:  # one process: nobody to agree with
+            return self.going
+        store, world = self.store, int(os.environ["WORLD_SIZE"])
         said = "ok" if self.going else self.failed["error"][:200]
         store.set(f"zerobook/step/{step}/{self.rank}", said)
         keys = [f"zerobook/step/{step}/{r}" for r in range(world)]
@@ -120,6 +123,26 @@ class Steps:
                 if missing:
                     self.failed = peer_failed(step, self.rank, missing[0], "no answer")
         return self.going
+
+
+def run_store():
+    """The run's key-value store, as a new client of torchrun's (MASTER_ADDR:MASTER_PORT),
+    its keys under this attempt's prefix: what ranks tell each other without a collective
+    (zerobook.labs.crash.Steps.agree). None in a process of one rank."""
+    import torch.distributed as dist
+
+    from zerobook.dist import collective_timeout
+
+    if "MASTER_PORT" not in os.environ:
+        return None
+    store = dist.TCPStore(
+        os.environ.get("MASTER_ADDR", "localhost"),
+        int(os.environ["MASTER_PORT"]),
+        is_master=False,
+        timeout=collective_timeout(),
+    )
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return dist.PrefixStore(f"zerobook/{attempt}/", store)
 
 
 def peer_failed(step, rank: int, peer: int, text: str) -> dict:
