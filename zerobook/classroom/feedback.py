@@ -4,9 +4,9 @@
 `awaiting_manual` and `label_awaiting` say which answers wait for the instructor's hand-grade
 (nbgrader shows them as 0), on the feedback page and in grades.csv; `scrub` takes the hidden
 tests' source and the tracebacks out of the notebook the feedback is made
-from (their failure messages stay) and caps each output; `tampered_tests` names test cells a
-student edited; `failure_page` and `zero_rows` give a submission that could not be graded its
-reason and its 0.
+from (their failure messages stay), caps each output and shows each path as the course names it
+(zerobook.classroom.relative_paths); `tampered_tests` names test cells a student edited;
+`failure_page` and `zero_rows` give a submission that could not be graded its reason and its 0.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from html import escape
 from pathlib import Path
 
 from zerobook import untrusted
+from zerobook.classroom.relative_paths import output_relative, relative_paths
 
 # the label of a score the instructor has not given yet
 AWAITING = "awaiting manual grading"
@@ -99,6 +100,7 @@ def scrub(autograded: Path, clean: dict | None = None) -> None:
         return
     notebook = untrusted.read_json(autograded, NOTEBOOK_BYTES)
     tests, seen_hidden = test_cells(notebook), False
+    mine = (autograded.parent,)  # the student's files: shown by their names
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code":
             continue
@@ -120,7 +122,9 @@ def scrub(autograded: Path, clean: dict | None = None) -> None:
                     ]
         elif seen_hidden:
             cell["outputs"] = []
-        cell["outputs"] = [cap(o) for o in cell.get("outputs", [])]
+        cell["outputs"] = [
+            cap(output_relative(o, mine)) for o in cell.get("outputs", [])
+        ]
     untrusted.write_fresh(autograded, json.dumps(notebook, indent=1))
 
 
@@ -164,7 +168,7 @@ def failure_page(root: Path, student: str, lab: str, reason: str) -> None:
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(
         f"<html><body><h1>{escape(lab)}: not graded</h1><p>Your submission could not be graded, "
-        f"so it scores 0: {escape(reason[:2_000])}</p><p>Fix it, run every cell from the top, save, "
+        f"so it scores 0: {escape(relative_paths(reason)[:2_000])}</p><p>Fix it, run every cell from the top, save, "
         f"and submit again.</p></body></html>\n"
     )
 
