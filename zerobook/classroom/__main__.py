@@ -72,6 +72,14 @@ def main(argv=None) -> None:
         sandboxed=not cli.no_sandbox,
     )
     failures = [o for o in outcomes if o.failure]
+    broken = [o for o in outcomes if o.grader_error]
+    if broken:
+        sys.exit(
+            f"{len(broken)} submission(s) not graded because grading failed on the course's "
+            "side (NOT GRADED: ...: grader error, above): repair what broke and run grade "
+            "again, which grades them"
+            + (f"; {len(failures)} more could not be graded" if failures else "")
+        )
     if failures:
         sys.exit(
             f"{len(failures)} submission(s) could not be graded (listed above); everyone else was"

@@ -2,16 +2,15 @@
 
 `reconcile` writes the clean run's score (zerobook.classroom.clean_score) over nbgrader's where they differ;
 `awaiting_manual` and `label_awaiting` say which answers wait for the instructor's hand-grade
-(nbgrader shows them as 0), on the feedback page and in grades.csv; `scrub` takes the hidden
-tests' source and the tracebacks out of the notebook the feedback is made
-from (their failure messages stay), caps each output and shows each path as the course names it
-(zerobook.classroom.relative_paths); `tampered_tests` names test cells a student edited;
-`failure_page` and `zero_rows` give a submission that could not be graded its reason and its 0.
+(nbgrader shows them as 0), on the feedback page; `scrub` takes the hidden tests' source and
+the tracebacks out of the notebook the feedback is made from (their failure messages stay),
+caps each output and shows each path as the course names it (zerobook.classroom.relative_paths);
+`tampered_tests` names test cells a student edited; `failure_page` gives a submission that
+could not be graded its reason (grades.csv its 0: zerobook.classroom.grades_csv).
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
@@ -173,32 +172,6 @@ def failure_page(root: Path, student: str, lab: str, reason: str) -> None:
     )
 
 
-def zero_rows(scores: Path, failed: list[tuple[str, str]]) -> None:
-    """grades.csv: score 0 for each (student, lab) that could not be graded, present or not."""
-    rows = list(csv.DictReader(scores.open())) if scores.exists() else []
-    fields = (
-        list(rows[0]) if rows else ["assignment", "student_id", "score", "max_score"]
-    )
-    failed_keys = {(lab, student) for student, lab in failed}
-    for row in rows:
-        if (row["assignment"], row["student_id"]) in failed_keys:
-            row["score"] = "0.0"
-    have = {(r["assignment"], r["student_id"]) for r in rows}
-    rows += [
-        {
-            **{f: "" for f in fields},
-            "assignment": lab,
-            "student_id": student,
-            "score": "0.0",
-        }
-        for lab, student in sorted(failed_keys - have)
-    ]
-    with scores.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def awaiting_manual(gradebook, lab: str, student: str) -> dict[str, float]:
     """grade_id -> points of each answer of the submission still waiting for a hand-grade."""
     from nbgrader.api import MissingEntry
@@ -241,31 +214,6 @@ def label_awaiting(page: Path, awaiting: dict[str, float]) -> None:
     )
 
 
-def awaiting_column(scores: Path, root: Path, failed=()) -> None:
-    """grades.csv with a column saying, for each row, which answers await a hand-grade (its score
-    leaves them out until the instructor grades them); none for a (student, lab) in `failed`."""
-    from nbgrader.api import Gradebook
-
-    rows = list(csv.DictReader(scores.open())) if scores.exists() else []
-    if not rows:
-        return
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
-        for row in rows:
-            graded = (row["student_id"], row["assignment"]) not in set(failed)
-            waiting = (
-                awaiting_manual(gradebook, row["assignment"], row["student_id"])
-                if graded
-                else {}
-            )
-            row[AWAITING] = "; ".join(
-                f"{gid} ({points:g} points)" for gid, points in waiting.items()
-            )
-    with scores.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def summarize(outcomes: list, unchanged: int, scores: Path, root: Path) -> None:
     """What `grade` prints at the end: each submission's outcome, its flags and failure."""
     print(
@@ -274,7 +222,7 @@ def summarize(outcomes: list, unchanged: int, scores: Path, root: Path) -> None:
     print(f"scores: {scores}\nfeedback: {root / 'feedback'}")
     for o in outcomes:
         used = ", ".join(f"{k} {v}" for k, v in o.peak.items())
-        done = "not graded" if o.failure else "graded"
+        done = "not graded" if o.failure or o.grader_error else "graded"
         waiting = "".join(
             f"; {gid} ({points:g} points) {AWAITING}"
             for gid, points in o.awaiting.items()
@@ -288,3 +236,5 @@ def summarize(outcomes: list, unchanged: int, scores: Path, root: Path) -> None:
             print(f"FLAGGED: {o.student} / {o.lab}: {flag}")
         if o.failure:
             print(f"NOT GRADED: {o.student} / {o.lab}: {o.failure}")
+        if o.grader_error:  # zerobook.classroom.grader_errors: the course's side
+            print(f"NOT GRADED: {o.student} / {o.lab}: grader error: {o.grader_error}")

@@ -9,8 +9,9 @@ zerobook.classroom.clean_score re-runs every autograded test from the course's n
 student's code never runs in; where the two disagree the clean score is written to the gradebook
 and the submission is flagged for the instructor; the feedback page is made without the hidden
 tests' source. A submission that cannot be graded (not a notebook, a dead kernel, a timeout)
-scores 0 with its reason in its feedback; everyone else is graded. grades.csv is written for
-everyone; the summary lists failures (exit status 1 if any) and flags.
+scores 0 with its reason in its feedback; one that grading failed on the course's side is not
+graded nor blamed on the student (zerobook.classroom.grader_errors); everyone else is graded.
+grades.csv is written for everyone graded; the summary lists failures (exit 1 if any) and flags.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zerobook.classroom import clean_score, feedback, review, sandbox
+from zerobook.classroom import clean_score, feedback, grader_errors, grades_csv, grading_health, review, sandbox
 from zerobook.classroom.limits import Bounds, job_env, mechanism
 from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S, StepFailed, nbgrader
 from zerobook.classroom.release import lab_names, release_lab
@@ -56,6 +57,8 @@ class Outcome:
     seconds: float = 0.0
     peak: dict = field(default_factory=dict)  # the most it used at once (limits)
     awaiting: dict[str, float] = field(default_factory=dict)  # grade_id -> points, by hand
+    failed_tests: list[str] = field(default_factory=list)  # grade_ids the clean run failed
+    grader_error: str | None = None  # what broke on the course's side: not graded
 
 
 def submitted(root: Path) -> dict[str, list[str]]:
@@ -163,7 +166,7 @@ class Grader:
         self.bounds, self.slots = Bounds.from_env(), queue.SimpleQueue()
         for slot in range(max(1, jobs)):  # a uid and a watchdog per concurrent job
             self.slots.put(job_env(slot, self.bounds))
-        self.kernels = None
+        self.kernels, self.health = None, grading_health.Health(sandboxed)
         if not sandboxed:  # the clean runs' ranks and function servers too (zerobook.classroom.sandbox.OFF_ENV)
             os.environ[sandbox.OFF_ENV] = "1"
         if sandboxed:
@@ -172,17 +175,16 @@ class Grader:
     def submission(self, lab: str, student: str) -> Outcome:
         """One student's lab, timed, within its bounds (zerobook.classroom.limits: a watchdog
         stops it, and that is its failure): see grade_one."""
-        start, job = time.monotonic(), self.slots.get()
+        start, job, before = time.monotonic(), self.slots.get(), grading_health.fingerprint()
         try:
             with Watchdog(job, self.bounds) as watchdog:
-                outcome = self.grade_one(Outcome(student, lab), job, watchdog)
+                outcome = grader_errors.guarded(self.grade_one, Outcome(student, lab), job, watchdog)
             if watchdog.reason:
-                reason = f"stopped: {watchdog.reason}"
-                outcome = self.failed(Outcome(student, lab), reason)
+                outcome = self.failed(Outcome(student, lab), f"stopped: {watchdog.reason}")
         finally:
             self.slots.put(job)
         outcome.seconds, outcome.peak = time.monotonic() - start, watchdog.peak
-        return outcome
+        return grader_errors.judged(outcome, self.health, before, self.root)
 
     def grade_one(self, outcome: Outcome, job=None, watchdog=None) -> Outcome:
         """Autograde (sandboxed) beside the clean run, reconcile, feedback; a submission
@@ -207,6 +209,7 @@ class Grader:
                 return self.failed(outcome, str(exc))
         if "error" in clean:
             return self.failed(outcome, str(clean["error"]))
+        outcome.failed_tests = [gid for gid, result in clean.items() if result.get("error")]
         with self.lock:  # one gradebook writer at a time
             outcome.flags += feedback.reconcile(self.root, lab, student, clean)
             outcome.awaiting = feedback.awaiting_in(self.root, lab, student)
@@ -275,6 +278,7 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
         print(f"{lab}: the reference takes {limit['reference_s']} s here; limits: {limit['part_s']} s a launch, "
               f"{limit['cell_s']} s a test cell", flush=True)
     print(mechanism() if sandboxed else "no bounds: --no-sandbox", flush=True)
+    export = grades_csv.exporter()  # imported now: the environment may break while grading
     grader = Grader(labs, root, sandboxed, limits, jobs)
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -284,12 +288,13 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
             shutil.rmtree(grader.kernels, ignore_errors=True)
     state = load_state(root)
     for (lab, student, d), outcome in zip(todo, outcomes):  # unchanged, a failure would fail again: --all retries
-        state.setdefault(lab, {})[student] = d
+        state.setdefault(lab, {})[student] = d if not outcome.grader_error else None  # None: graded again
     (root / STATE).write_text(json.dumps(state, indent=1))
     scores = root / "grades.csv"
-    nbgrader(labs, root, "export", f"--to={scores}")
+    export(root, scores)
     failed = [(o.student, o.lab) for o in outcomes if o.failure]
-    feedback.zero_rows(scores, failed)
-    feedback.awaiting_column(scores, root, failed)
+    grades_csv.zero_rows(scores, failed)
+    grades_csv.left_out(scores, [(o.student, o.lab) for o in outcomes if o.grader_error])
+    grades_csv.awaiting_column(scores, root, failed)
     feedback.summarize(outcomes, sum(map(len, wanted.values())) - len(todo), scores, root)
     return scores, outcomes
