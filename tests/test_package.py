@@ -121,6 +121,7 @@ LAB_LIBRARY = (
     "means",
     "weights_used",
     "crash",
+    "hints",
 )
 HARNESSES = sorted(
     p

@@ -145,6 +145,27 @@ def not_checked(run: RunResult, needs: str = "the whole run") -> None:
         raise AssertionError(f"not checked ({needs} is needed): {said}")
 
 
+def each_step(run: RunResult, check, ranks=(0,)) -> list[str]:
+    """check(step, report) on every step each rank finished: the problems of the first
+    step that has any, each naming its rank and step. If the run failed, the steps that
+    finished before it are checked (none: "not checked", and why)."""
+    if not any(run.ranks[r]["steps"] for r in ranks):
+        not_checked(run, "a finished step")
+    if failure(run):
+        print(f"checking the steps before it: {failure(run)}")
+    found = [
+        (r, s, problems)
+        for r in ranks
+        for s, step in enumerate(run.ranks[r]["steps"])
+        if (problems := check(step, run.ranks[r]))
+    ]
+    if not found:
+        return []
+    rank, step, problems = found[0]
+    more = [f"(and {len(found) - 1} more step(s) with problems)"][: len(found) - 1]
+    return [f"rank {rank}, step {step}: {problem}" for problem in problems] + more
+
+
 class PartFailed(RuntimeError):
     """A part of a launch that ran several raised on some rank (the others ran)."""
 

@@ -2,9 +2,10 @@
 return the problems found, each a sentence that names the parameter, unit or collective.
 
 A step's events, in order (held collectives numbered from 0 in the step):
-    [op, i, async_op, unit, numel]   op: all_gather_into_tensor, reduce_scatter_tensor or
+    [op, i, async_op, unit, numel, finite]
+                                     op: all_gather_into_tensor, reduce_scatter_tensor or
                                      all_reduce; unit: whose pieces (or gradients) its input
-                                     holds, None if no unit's
+                                     holds, None if no unit's; finite: no NaN or inf in it
     ["wait", i]                      the i-th collective's handle waited on
     ["computed", unit]               the unit's forward has run (the root's: the model's)
     ["backward"], ["step"]           loss.backward() starts; it has returned
@@ -54,6 +55,11 @@ def check_parity(report: dict) -> list[str]:
             f"{p['worst']} off most (by {p['diff']:.1e})"
         )
     ]
+    if p.get("summed"):
+        found.append(
+            "they are the weights of the gradients' sum, not their mean: divide each "
+            f"reduce-scattered gradient by the world size ({report['world_size']})"
+        )
     if p["missing"]:
         found.append(f"{listed(p['missing'])}: never seen computing")
     if p["step"] == 0:
@@ -152,9 +158,13 @@ def expected_sent(report: dict) -> float:
 
 def check_traffic(step: dict, report: dict) -> list[str]:
     """Each block gathered twice, the root once, every unit's gradients reduce-scattered
-    once, each in one collective: (2 blocks + root + all) (N-1)/N padded elements."""
+    once, each in one collective: (2 blocks + root + all) (N-1)/N padded elements. A step
+    whose collectives carried NaN that no unit's values match is not checked: which unit
+    each carried cannot be told (a mistake upstream, which its own test names)."""
     events, n, found = step["events"], report["world_size"], []
     held = [e for e in events if e[0] in (GATHER, REDUCE, "all_reduce")]
+    if any(e[3] is None and not e[5] for e in held):
+        return []  # values gone NaN upstream (the forward test says why): not told apart
     for unit in report["units"]:
         want = 1 if unit == "root" else 2
         got = sum(e[0] == GATHER and e[3] == unit for e in held)

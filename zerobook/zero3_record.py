@@ -2,7 +2,10 @@
 student's object holds between steps (zerobook.labs.zero3 reports it).
 
 A unit's collectives are told apart by their input, in any order: an all-gather holds this
-rank's pieces of the unit's parameters, a reduce-scatter its full gradients, padded.
+rank's pieces of the unit's parameters, a reduce-scatter its full gradients, padded. A
+reduce-scatter whose gradients are no unit's (weights gone wrong earlier: NaN) is the unit
+whose backward had just finished, if its size is that unit's: a mistake upstream does not
+make the traffic wrong too.
 """
 
 import builtins
@@ -13,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from zerobook import measure
+from zerobook.freed import FreedStorage, freed
 
 # PyTorch's FSDP and DTensor: torch itself imports them (AdamW imports torch._dynamo),
 # so only the student's file is refused them, and the run checks the model for them
@@ -38,13 +42,15 @@ def pieces(tensor: torch.Tensor, world_size: int) -> tuple:
 
 def refuse_torch_fsdp() -> None:
     """`import` of FSDP or DTensor in the student's file (module "student") fails."""
+    from zerobook.labs.withhold import ForbiddenImport
+
     real = builtins.__import__
 
     def guarded(name, globals=None, locals=None, fromlist=(), level=0):
         names = [name, *(f"{name}.{item}" for item in fromlist or ())]
         taken = [n for n in names if n.startswith(TORCH_FORBIDDEN)]
         if taken and (globals or {}).get("__name__") == "student":
-            raise ImportError(
+            raise ForbiddenImport(
                 f"{taken[0]} is PyTorch's own ZeRO-3: write yours (a submission "
                 "that uses it scores 0)"
             )
@@ -65,12 +71,24 @@ def torch_fsdp_used(model) -> list[str]:
     )
 
 
-def layout(initial: dict, me) -> dict:
+def layout(initial: dict, me, names: dict) -> dict:
     """Each parameter -> the optimizer tensor equal to its piece r (the layout), and the
-    optimizer's tensors that are no parameter's piece r."""
+    optimizer's tensors that are no parameter's piece r. FreedStorage if the optimizer
+    holds a tensor whose storage was freed (`names`: id of a parameter -> its name)."""
     masters = [
         p for opt in RecordedAdamW.made for g in opt.param_groups for p in g["params"]
     ]
+    for master in masters:
+        if freed(master):
+            what = names.get(id(master))
+            raise FreedStorage(
+                f"your optimizer was given {what}, the full parameter itself, whose "
+                "storage your code freed: build the optimizer over your pieces (piece r "
+                "of each parameter, kept as an fp32 master)"
+                if what
+                else "your optimizer holds a tensor whose storage your code freed: "
+                "build it over your pieces"
+            )
     found, used = {}, set()
     for name, weight in initial.items():
         piece = pieces(weight, me.world_size)[me.rank]
@@ -97,7 +115,8 @@ def owner(tensor, by_unit: dict):
 
 
 def step_events(flight, start, first, watch, found, masters, me) -> list:
-    """The step's events, held collectives numbered from 0 and named by their unit."""
+    """The step's events, held collectives numbered from 0 and named by their unit, and
+    whether their input was finite."""
 
     def sorted_cat(tensors):
         return torch.cat([t.reshape(-1).float() for t in tensors]).sort().values
@@ -115,13 +134,22 @@ def step_events(flight, start, first, watch, found, masters, me) -> list:
         for u, params in watch.units.items()
         if all(watch.names[id(p)] in watch.grads for p in params)
     }
-    events = []
+    events, done = [], None  # the unit whose backward finished last
     for event in flight.events[start:]:
         name, *rest = event
         if name in HELD:
             tensor = flight.inputs[rest[0]]
             unit = owner(tensor, mine if name == HELD[0] else grads)
-            events.append([name, rest[0] - first, rest[1], unit, tensor.numel()])
+            if unit is None and name == HELD[1] and done in grads:
+                fits = grads[done].numel() == tensor.numel()
+                unit = done if fits and not tensor.isfinite().all() else None
+            finite = bool(tensor.isfinite().all())
+            events.append(
+                [name, rest[0] - first, rest[1], unit, tensor.numel(), finite]
+            )
+        elif name == "backward done":
+            done = rest[0]
+            events.append(event)
         elif name == "wait":
             events.append(["wait", rest[0] - first])
         else:

@@ -22,6 +22,7 @@ import torch
 
 import zerobook as zb
 from zerobook.inflight import Handle, InFlight
+from zerobook.labs import hints
 from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
@@ -142,7 +143,7 @@ def train(student, me: zb.Rank, flight: InFlight, steps: Steps) -> dict:
     model = model_from(SEED + me.rank, me)  # a rank's own weights, until the broadcast
     arrivals = Arrivals(model, flight)
     run = {"broadcast": None, "steps": [], "model": model}
-    steps.hint = lambda exc, index: crash_hint(index, exc, run["steps"])
+    steps.hint = lambda exc, index: hints.ddp(exc, index, run["steps"])
     with steps.at("BucketedDDP(model, bucket_cap_bytes)"):
         ddp = call_student(student, "BucketedDDP", model, BUCKET_CAP_BYTES)
     if not steps.agree("BucketedDDP(model, bucket_cap_bytes)"):
@@ -163,30 +164,6 @@ def train(student, me: zb.Rank, flight: InFlight, steps: Steps) -> dict:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     return run
-
-
-def crash_hint(index, exc: Exception, steps: list[dict]) -> str:
-    """The likely cause of a step's crash: gradients of the previous step in no all-reduce
-    when finish() returned (a bucket left open), or a hook that saw no param.grad."""
-    left = []
-    if steps:
-        last = steps[-1]
-        sent = {name for reduce in last["all_reduces"] for name in reduce["params"]}
-        left = [e[1] for e in last["events"] if e[0] == "grad" and e[1] not in sent]
-    if left:
-        return (
-            f"In step {index - 1}, {len(left)} gradient(s) ({', '.join(left[:3])}"
-            f"{', ...' * (len(left) > 3)}) were in no all-reduce when finish() "
-            "returned: finish() must send the last, partly filled bucket, and empty it"
-        )
-    if "'NoneType' object has no attribute" in str(exc):
-        return (
-            "Something your code read was None: if it was a param.grad, register the hook "
-            "with param.register_post_accumulate_grad_hook(hook), which calls hook(param) "
-            "once param.grad holds this backward's gradient (param.register_hook calls "
-            "its hook with the gradient, before param.grad is set)"
-        )
-    return ""
 
 
 def reference(me: zb.Rank, average: str) -> torch.nn.Module:

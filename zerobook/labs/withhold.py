@@ -108,6 +108,11 @@ def course_origin(function) -> str | None:
     return None
 
 
+class ForbiddenImport(ImportError):
+    """The student's file imported what a lab grades from the course or a library: the
+    run scores 0 (zerobook.labs.crash lets it end the run, not one step)."""
+
+
 class Forbidden:
     """An import hook, first on sys.meta_path: the course's own implementation of what a
     lab grades cannot be imported while the student's file runs."""
@@ -122,7 +127,7 @@ class Forbidden:
                 if name.startswith("zerobook")
                 else "a library's implementation"
             )
-            raise ImportError(
+            raise ForbiddenImport(
                 f"{name} is {whose} of what this lab grades: "
                 "write yours (a submission that uses it scores 0)"
             )

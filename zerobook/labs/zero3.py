@@ -21,14 +21,16 @@ same per-rank gradients in rank order. Every graded test reads this one run
 """
 
 import functools
-import traceback
 import types
 
 import torch
 
 import zerobook as zb
 from zerobook import zero3_record
+from zerobook.freed import FreedGuard
 from zerobook.inflight import Handle, InFlight
+from zerobook.labs import hints
+from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.student_state import roots
@@ -126,46 +128,63 @@ def model_from(me: zb.Rank) -> torch.nn.Module:
     return model.to(me.device)
 
 
-def train(student, me: zb.Rank, flight: InFlight) -> dict:
-    """The student's Zero3 for STEPS steps: each step's report, the weights each forward used."""
+def train(student, me: zb.Rank, flight: InFlight, steps: Steps, guard) -> dict:
+    """The student's Zero3 for STEPS steps, until a step fails (`steps.failed`): each
+    finished step's report, the weights each forward used."""
     model = model_from(me)
     initial = {name: p.detach().clone() for name, p in model.named_parameters()}
     watch = Watch(model, flight)
-    if not hasattr(student, "Zero3"):
-        raise AttributeError("your file defines no class 'Zero3'")
-    make = types.SimpleNamespace(Zero3=functools.partial(student.Zero3, **OPTIONS))
-    zero = call_student(make, "Zero3", model, list(model.blocks), RecordedAdamW)
+    guard.name({p: name for name, p in model.named_parameters()})
+    run = {"steps": [], "layout": None, "groups": [], "seen": [], "model": model}
+    run["units"] = {
+        u: [watch.names[id(p)] for p in ps] for u, ps in watch.units.items()
+    }
+    with steps.at("Zero3(model, units, optimizer_class)"):
+        if not hasattr(student, "Zero3"):
+            raise AttributeError("your file defines no class 'Zero3'")
+        make = types.SimpleNamespace(Zero3=functools.partial(student.Zero3, **OPTIONS))
+        zero = call_student(make, "Zero3", model, list(model.blocks), RecordedAdamW)
+        plan = layout(
+            initial, me, watch.names
+        )  # the optimizer's tensors (freed: named)
+    if not steps.agree("Zero3(model, units, optimizer_class)"):
+        return run
     held = lambda: [zero, roots(student, model)]  # its object, what its file keeps now
     watch.hook_forward()
-    plan = layout(initial, me)
     masters = plan.pop("masters")
-    steps, seen = [], []
     for index in range(STEPS):
         start, first = len(flight.events), len(flight.inputs)
         watch.grads, watch.weights, watch.peak = {}, {}, {"bytes": -1}
-        loss = next_token_loss(model, rank_batch(CONFIG, BATCH, index, me))
-        watch.note("backward")
-        loss.backward()
-        watch.note("step")
-        events = step_events(flight, start, first, watch, plan["found"], masters, me)
-        call_student(zero, "step")
-        steps.append(
-            {"events": events, "peak": watch.peak, "kept": kept(held(), watch, masters)}
-        )
-        call_student(zero, "zero_grad")
-        seen.append(dict(watch.weights))
-    groups = [
+        with steps.at(index):
+            guard.at = f"step {index}, forward"
+            loss = next_token_loss(model, rank_batch(CONFIG, BATCH, index, me))
+            watch.note("backward")
+            guard.at = f"step {index}, backward"
+            loss.backward()
+            watch.note("step")
+            guard.at = f"step {index}, step()"
+            events = step_events(
+                flight, start, first, watch, plan["found"], masters, me
+            )
+            call_student(zero, "step")
+            kept_now = kept(held(), watch, masters)
+            guard.at = f"step {index}, zero_grad()"
+            call_student(zero, "zero_grad")
+        if not steps.agree(index):
+            break
+        run["steps"].append({"events": events, "peak": watch.peak, "kept": kept_now})
+        run["seen"].append(dict(watch.weights))
+    run["groups"] = [
         {"weight_decay": g["weight_decay"], "lr": g["lr"],
          "params": [n for n, i in plan["found"].items() if any(masters[i] is m for m in g["params"])]}
         for opt in RecordedAdamW.made for g in opt.param_groups
     ]  # fmt: skip
-    plan["found"] = sorted(plan["found"])
-    units = {u: [watch.names[id(p)] for p in ps] for u, ps in watch.units.items()}
-    return {"steps": steps, "layout": plan, "groups": groups, "units": units,
-            "seen": seen, "model": model}  # fmt: skip
+    run["layout"] = {**plan, "found": sorted(plan["found"])}
+    return run
 
 
 MEANS = {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * (1 / n)}
+SUMMED = lambda total, n: total  # noqa: E731 - no mean: named if the weights are its
 
 
 def reference(me: zb.Rank, mean) -> list[dict]:
@@ -196,27 +215,28 @@ def reference(me: zb.Rank, mean) -> list[dict]:
 
 def parity(seen: list[dict], me: zb.Rank) -> dict:
     """The first step whose forward used weights other than one process's (either mean),
-    the parameter off most there and by how much; `missing`: never seen computing."""
+    the parameter off most there and by how much; `missing`: never seen computing;
+    `summed`: the weights are those of the gradients' sum, never divided by N."""
     best = None
     for way, mean in MEANS.items():
-        for step, (used, right) in enumerate(zip(seen, reference(me, mean))):
-            missing = sorted(set(right) - set(used))
-            diffs = {n: (used[n] - right[n]).abs().max().item() for n in used}
-            worst = max(diffs, key=diffs.get)
-            if diffs[worst] or missing:
-                found = {"step": step, "diff": diffs[worst], "worst": worst,
-                         "missing": missing, "mean": way}  # fmt: skip
-                break
-        else:
-            return {
-                "step": None,
-                "diff": 0.0,
-                "worst": None,
-                "missing": [],
-                "mean": way,
-            }
+        found = first_off(seen, reference(me, mean), way)
+        if found["step"] is None:
+            return found
         best = best if best and best["step"] >= found["step"] else found
+    best["summed"] = first_off(seen, reference(me, SUMMED), "sum")["step"] is None
     return best
+
+
+def first_off(seen: list[dict], right: list[dict], way: str) -> dict:
+    """The first step whose forward used weights other than `right`'s."""
+    for step, (used, want) in enumerate(zip(seen, right)):
+        missing = sorted(set(want) - set(used))
+        diffs = {n: (used[n] - want[n]).abs().max().item() for n in used}
+        worst = max(diffs, key=diffs.get)
+        if diffs[worst] or missing:
+            return {"step": step, "diff": diffs[worst], "worst": worst,
+                    "missing": missing, "mean": way}  # fmt: skip
+    return {"step": None, "diff": 0.0, "worst": None, "missing": [], "mean": way}
 
 
 def main() -> None:
@@ -227,35 +247,29 @@ def main() -> None:
     record = trusted(InFlight, Handle, Watch, RecordedAdamW, torch.optim.AdamW,
                      equal=torch, sort=torch.Tensor, clone=torch.Tensor,
                      **dict.fromkeys(RECORD, zero3_record))  # fmt: skip
-    with ordered_sums(), InFlight() as flight:
-        student = load_student(cli.student)
-        try:
-            run = train(student, me, flight)
-        except AttributeError as error:
-            if "'NoneType' object has no attribute 'wait'" not in str(error):
-                raise
-            line = [f for f in traceback.extract_tb(error.__traceback__)
-                    if f.filename == student.__file__][-1:]  # fmt: skip
-            where = f" ({line[0].filename}, line {line[0].lineno})" if line else ""
-            raise AttributeError(
-                f"{error}{where}: a handle your code waits on is None (a collective "
-                "returns its handle only with async_op=True; a gather must return it)"
-            ) from error
-    more = [f"your model uses {n}" for n in torch_fsdp_used(run["model"])]
-    refuse("your ZeRO-3", record, student, files, flight, more)
-    model, seen = run.pop("model"), run.pop("seen")
-    zb.report(
-        record=flight.record(),  # checked against its witness (zerobook.witness)
-        **run,
-        parity=parity(seen, me),
-        params={
+    steps = Steps(me.rank, cli.student, hints.zero3(me.world_size))
+    # entered before the file's import (the modes the grader measures with), left after
+    with FreedGuard(at="the constructor") as guard:
+        with ordered_sums(), InFlight() as flight:
+            student = load_student(cli.student)
+            run = train(student, me, flight, steps, guard)
+        more = [f"your model uses {n}" for n in torch_fsdp_used(run["model"])]
+        refuse("your ZeRO-3", record, student, files, flight, more)
+        model, seen = run.pop("model"), run.pop("seen")
+        params = {
             n: {"numel": p.numel(), "dim": p.dim()} for n, p in model.named_parameters()
-        },
-        world_size=me.world_size,
-        element_size=4,
-        options=OPTIONS,
-        seed=SEED,
-    )
+        }
+        zb.report(
+            record=flight.record(),  # checked against its witness (zerobook.witness)
+            **run,
+            failed=steps.failed,  # zerobook.labs.crash
+            parity=parity(seen, me) if steps.going else None,
+            params=params,
+            world_size=me.world_size,
+            element_size=4,
+            options=OPTIONS,
+            seed=SEED,
+        )
 
 
 if __name__ == "__main__":

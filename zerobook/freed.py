@@ -1,0 +1,102 @@
+"""Freed storage caught before torch reads it: a named error, never a SIGSEGV.
+
+ZeRO-3 frees a unit's full weights by resizing their storage to 0 bytes
+(`param.untyped_storage().resize_(0)`): the tensor keeps its shape, and a kernel that reads
+or writes it touches memory that is no longer the tensor's. On CPU that is a SIGSEGV (or
+silently wrong numbers), in whatever code touched it first. So the harnesses check:
+
+    freed(param)                      # True: its storage no longer holds its elements
+    readable(param, "blocks.2.mlp.up.weight")  # raises FreedStorage naming it, if freed
+    with FreedGuard(names) as guard:  # every operation torch runs, checked first
+        guard.at = "step 0, backward"  # the phase its errors name
+
+`FreedGuard` is a torch dispatch mode: it sees each of torch's own operations (ATen's) before
+it runs, in forward, in backward (a weight freed after forward and not gathered again is
+read there) and in the collectives (c10d's), with their tensors. Operations that read no
+element (a resize, a detach, an empty tensor shaped like another) pass; any other with a
+freed tensor raises (a view too: torch refuses to make one, in words of its own). `names` maps a parameter (by id, or its storage) to its name, so the
+error says which weights were used, and when.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+
+class FreedStorage(RuntimeError):
+    """A tensor whose storage was freed was about to be read or written."""
+
+
+def freed(tensor) -> bool:
+    """Whether `tensor`'s storage is too small for the elements its view spans (resized
+    to 0 bytes by a ZeRO-3 free, say)."""
+    if not isinstance(tensor, torch.Tensor) or tensor.numel() == 0:
+        return False
+    if tensor.is_sparse or tensor.is_nested or tensor.device.type == "meta":
+        return False
+    try:
+        storage = tensor.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # no storage (a functional tensor)
+        return False
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(tensor.shape, tensor.stride()))
+    return storage.nbytes() < (tensor.storage_offset() + span) * tensor.element_size()
+
+
+def storage_key(tensor: torch.Tensor) -> int:
+    """The storage's identity (the same after a resize; another for a new tensor)."""
+    return tensor.untyped_storage()._cdata
+
+
+def readable(tensor, name: str, doing: str = "read") -> None:
+    """Raise FreedStorage if `tensor`'s storage was freed (the harness's own reads)."""
+    if freed(tensor):
+        raise FreedStorage(
+            f"{name}'s storage was freed (resized to 0 bytes) when it was {doing}: "
+            "gather the full weights before they are used, free them only after"
+        )
+
+
+# operations that read or write no element of their tensors: they may see a freed one
+METADATA = {
+    "resize_", "set_", "detach", "alias", "lift_fresh", "empty_like", "new_empty",
+    "new_empty_strided", "zeros_like", "ones_like", "is_same_size", "_to_copy_meta",
+}  # fmt: skip
+
+
+class FreedGuard(TorchDispatchMode):
+    """Check the tensors of every operation torch runs (forward, backward, collectives)
+    for freed storage, unless it reads no element (METADATA); raise FreedStorage naming the
+    parameter, and `at`, the phase the harness says it is in ("step 2, forward")."""
+
+    def __init__(self, names: dict | None = None, at: str = ""):
+        super().__init__()
+        self.by_id, self.by_storage, self.at = {}, {}, at
+        self.name(names or {})
+
+    def name(self, names: dict) -> None:
+        """Learn `names`: {parameter: name} (by id and by storage)."""
+        for tensor, name in names.items():
+            self.by_id[id(tensor)] = name
+            self.by_storage[storage_key(tensor)] = name
+
+    def called(self, tensor) -> str:
+        found = self.by_id.get(id(tensor)) or self.by_storage.get(storage_key(tensor))
+        return found or f"a tensor of shape {list(tensor.shape)}"
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.overloadpacket.__name__ not in METADATA:
+            for tensor in tree_flatten((args, kwargs))[0]:
+                if isinstance(tensor, torch.Tensor) and freed(tensor):
+                    self.refuse(tensor, func.overloadpacket.__name__)
+        return func(*args, **kwargs)
+
+    def refuse(self, tensor, what: str) -> None:
+        when = f" in {self.at}" if self.at else ""
+        raise FreedStorage(
+            f"{self.called(tensor)} was used (by torch's {what}){when} after its storage "
+            "was freed (resized to 0 bytes): gather a unit's full weights before it "
+            "computes, and free them only after"
+        )

@@ -1,0 +1,76 @@
+"""What a student's error most likely means, by lab: the sentence a failure's record adds
+after the student's line and the error (zerobook.labs.crash). Each reads the error (and
+what the run recorded before it) and returns "" when it cannot tell.
+
+    Steps(rank, student_file, hint=hints.zero3(world_size))
+"""
+
+from __future__ import annotations
+
+import re
+
+HOOK = (
+    "register the hook with param.register_post_accumulate_grad_hook(hook), which calls "
+    "hook(param) once param.grad holds this backward's gradient (param.register_hook "
+    "calls its hook with the gradient, before param.grad is set)"
+)
+
+
+def common(exc: Exception, world_size: int) -> str:
+    """The mistakes every lab's students make: a hook given the gradient, pieces of
+    different sizes on different ranks, a handle that is None."""
+    said = str(exc)
+    if "'NoneType' object has no attribute 'wait'" in said:
+        return (
+            "a handle your code waits on is None (a collective returns its handle only "
+            "with async_op=True; a gather must return it)"
+        )
+    if "'NoneType' object has no attribute" in said:
+        return f"something your code read was None: if it was a param.grad, {HOOK}"
+    if isinstance(exc, KeyError) and exc.args and hasattr(exc.args[0], "shape"):
+        return (
+            "a dict of yours was looked up with a tensor that is none of its keys: if a "
+            f"hook got it, {HOOK}"
+        )
+    shapes = sorted(set(re.findall(r"TensorShape=\[(\d+)\]", said)))
+    if "mismatch between collectives" in said and len(shapes) > 1:
+        return (
+            f"the ranks' pieces differ in size ({' vs '.join(shapes)} elements): pad "
+            f"each flattened tensor with zeros to a multiple of the world size "
+            f"({world_size}) before you cut it into {world_size} equal pieces"
+        )
+    return ""
+
+
+def ddp(exc: Exception, index, steps: list[dict], world_size: int = 3) -> str:
+    """Lab 2: gradients of the previous step in no all-reduce when finish() returned (a
+    bucket left open), else what every lab's students get wrong."""
+    left = []
+    if steps:
+        last = steps[-1]
+        sent = {name for reduce in last["all_reduces"] for name in reduce["params"]}
+        left = [e[1] for e in last["events"] if e[0] == "grad" and e[1] not in sent]
+    if left:
+        return (
+            f"In step {index - 1}, {len(left)} gradient(s) ({', '.join(left[:3])}"
+            f"{', ...' * (len(left) > 3)}) were in no all-reduce when finish() "
+            "returned: finish() must send the last, partly filled bucket, and empty it"
+        )
+    return common(exc, world_size)
+
+
+def zero3(world_size: int):
+    """Lab 5's hint(exc, step): weights freed before backward read them, else common."""
+
+    def hint(exc: Exception, step) -> str:
+        from zerobook.freed import FreedStorage
+
+        if isinstance(exc, FreedStorage) and ", backward" in str(exc):
+            return (
+                "backward reads the weights its forward used: gather a unit again in "
+                "its backward pre-hook, before its backward runs; the root (embedding, "
+                "final norm) stays gathered for the whole step"
+            )
+        return common(exc, world_size)
+
+    return hint
