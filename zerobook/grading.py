@@ -147,12 +147,8 @@ def not_checked(run: RunResult, needs: str = "the whole run") -> None:
 
 def each_step(run: RunResult, check, ranks=(0,)) -> list[str]:
     """check(step, report) on every step each rank finished: the problems of the first
-    step that has any, each naming its rank and step. If the run failed, the steps that
-    finished before it are checked (none: "not checked", and why)."""
-    if not any(run.ranks[r]["steps"] for r in ranks):
-        not_checked(run, "a finished step")
-    if failure(run):
-        print(f"checking the steps before it: {failure(run)}")
+    step that has any, each naming its rank and step (some_finished first)."""
+    some_finished(run, ranks)
     found = [
         (r, s, problems)
         for r in ranks
@@ -164,6 +160,15 @@ def each_step(run: RunResult, check, ranks=(0,)) -> list[str]:
     rank, step, problems = found[0]
     more = [f"(and {len(found) - 1} more step(s) with problems)"][: len(found) - 1]
     return [f"rank {rank}, step {step}: {problem}" for problem in problems] + more
+
+
+def some_finished(run: RunResult, ranks=(0,), steps=lambda report: report["steps"]):
+    """Raise "not checked" if none of `ranks` finished a step (`steps(report)`: its
+    steps); if the run failed after some, say that the steps before it are checked."""
+    if not any(steps(run.ranks[r]) for r in ranks):
+        not_checked(run, "a finished step")
+    if failure(run):
+        print(f"checking the steps before it: {failure(run)}")
 
 
 class PartFailed(RuntimeError):

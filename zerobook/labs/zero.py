@@ -9,7 +9,8 @@ The student's file defines a class
 where rank r owns piece r of every parameter (flattened, zero-padded to a multiple of
 N, cut into N equal pieces), and at most max_in_flight reduce-scatters are in flight
 (launching one more first retires the oldest). The one part, `train`, builds the course's GPT from one
-seed on every rank and trains it STEPS steps with each optimizer of OPTIMIZERS, every
+seed on every rank and trains it STEPS steps with each optimizer of OPTIMIZERS (until a
+step fails: the steps before it are still reported, zerobook.labs.crash), every
 sum in rank order (zerobook.parity), every reduce-scatter and all-gather in flight
 until waited on (zerobook.inflight), every collective metered (zerobook.comm). It
 reports the master pieces (whose piece each is), the optimizer's bytes, per step the
@@ -29,6 +30,8 @@ from zerobook import measure
 from zerobook import zero_probe as probe
 from zerobook.comm import CommMeter
 from zerobook.inflight import Handle, InFlight
+from zerobook.labs import hints
+from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.student_state import roots
@@ -175,26 +178,40 @@ def step_report(flight, traffic, start, arrivals, optimizer, me) -> dict:
     }
 
 
-def train(student, name: str, me: zb.Rank, flight: InFlight, meter) -> dict:
-    """The student's Zero2 with optimizer `name` for STEPS steps: each step's report."""
+def train(student, name: str, me: zb.Rank, flight, meter, steps: Steps) -> dict:
+    """The student's Zero2 with optimizer `name` for STEPS steps, until one fails
+    (`steps.failed`; every rank agrees before the harness's own collectives): each
+    finished step's report."""
     model = model_from(SEED, me)
     arrivals = Arrivals(model, flight)
-    zero, optimizer, masters = build(student, model, name, arrivals, me)
-    steps = []
+    run = {"masters": [], "steps": [], "model": model}
+    where = f"the {name} run's Zero2(model, ...)"
+    with steps.at(where):
+        zero, optimizer, run["masters"] = build(student, model, name, arrivals, me)
     for index in range(STEPS):
+        if not steps.agree(where):
+            return run
         start, arrivals.held = (len(flight.events), len(meter.events)), []
-        next_token_loss(model, rank_batch(CONFIG, BATCH, index, me)).backward()
-        arrivals.measure()
-        flight.note("finish")
-        call_student(zero, "finish")
-        flight.note("finished")
-        arrivals.measure()
-        call_student(zero, "step")
-        flight.note("stepped")
+        where = f"the {name} run's step {index}"
+        with steps.at(where):
+            next_token_loss(model, rank_batch(CONFIG, BATCH, index, me)).backward()
+            arrivals.measure()
+            flight.note("finish")
+            call_student(zero, "finish")
+            flight.note("finished")
+            arrivals.measure()
+            call_student(zero, "step")
+            flight.note("stepped")
+        if not steps.agree(where):
+            return run
         traffic = probe.traffic(meter.events[start[1] :])
-        steps.append(step_report(flight, traffic, start[0], arrivals, optimizer, me))
-        call_student(zero, "zero_grad")
-    return {"masters": masters, "steps": steps, "model": model}
+        run["steps"].append(
+            step_report(flight, traffic, start[0], arrivals, optimizer, me)
+        )
+        with steps.at(where):
+            call_student(zero, "zero_grad")
+    steps.agree(where)
+    return run
 
 
 def reference(name: str, me: zb.Rank, mean: str, decay_1d: bool) -> torch.nn.Module:
@@ -251,14 +268,15 @@ def main() -> None:
     record = trusted(
         InFlight, Handle, Arrivals, CommMeter, equal=torch, clone=torch.Tensor
     )
-    runs = {}
+    runs, steps = {}, Steps(me.rank, cli.student, hints.zero(me.world_size))
     with ordered_sums(), InFlight() as flight, CommMeter() as meter:
         student = load_student(cli.student)
         for name in OPTIMIZERS:
-            runs[name] = train(student, name, me, flight, meter)
+            if steps.going:  # a failure ends the launch: the next run is not started
+                runs[name] = train(student, name, me, flight, meter, steps)
     refuse("your ZeRO-2", record, student, files, flight)
     for name, run in runs.items():
-        run["parity"] = parity(run, name, me)
+        run["parity"] = parity(run, name, me) if steps.going else None
         model = run.pop("model")
         run["weight_scale"] = max(
             p.detach().abs().max().item() for p in model.parameters()
@@ -267,6 +285,7 @@ def main() -> None:
     zb.report(
         record=flight.record(),  # checked against its witness (zerobook.witness)
         runs=runs,
+        failed=steps.failed,  # zerobook.labs.crash
         params={name: p.numel() for name, p in model.named_parameters()},
         dims={name: p.dim() for name, p in model.named_parameters()},
         options={name: options for name, (_, options) in OPTIMIZERS.items()},
