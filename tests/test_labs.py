@@ -299,7 +299,8 @@ def test_lab6_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_p
 
 def test_lab6_shares_one_launch_and_a_part_that_raises_fails_only_its_own(tmp_path):
     """Lab 6's tests read one launch of several parts: a save() that raises fails the
-    checkpoint part, named with the rank and the error, and parity is still graded."""
+    checkpoint part, named with the rank, the student's line and the error, and parity is
+    still graded."""
     broken = planted(
         tmp_path,
         "fsdp2",
@@ -312,9 +313,8 @@ def test_lab6_shares_one_launch_and_a_part_that_raises_fails_only_its_own(tmp_pa
     assert all(
         r["diff"] == 0 and r["losses"]["student"] == r["losses"]["ours"] for r in parity
     )
-    with pytest.raises(
-        zb.grading.PartFailed, match="'checkpoint', rank 0: ValueError: no disk"
-    ):
+    said = r"'checkpoint', rank 0: fsdp2_student.py, line \d+, in save: `raise Val"
+    with pytest.raises(zb.grading.PartFailed, match=said + ".*ValueError: no disk"):
         zb.grading.part_reports(run, "checkpoint")
 
 
@@ -1187,3 +1187,22 @@ def test_lab5_gradients_never_averaged_or_never_waited_are_named_where_they_are(
     failing = {name for name, problems in found.items() if problems}
     assert failing == {"parity", "forward", "backward"}, found
     assert "blocks.1's all-gather was never waited on" in found["forward"][0]
+
+
+def test_a_lab_whose_run_fails_leads_its_error_with_the_students_line(tmp_path):
+    """Lab 3 runs no steps of its own: a crash fails the launch, and the failure's first
+    line is the student's (file, line, function, source), then the error."""
+    line = "        buffer = incoming[: parts[recv].numel()]\n"
+    student = planted(
+        tmp_path,
+        "ring_allreduce",
+        "reshaped",
+        line,
+        line.replace("numel()]", "numel()].view(2, -1)"),
+    )
+    with pytest.raises(zb.LaunchError) as caught:
+        zb.grading.run_part("ring_allreduce", student, "correct", nproc=3, echo=False)
+    first = str(caught.value).splitlines()[0]
+    assert "failed: ring_allreduce_student.py, line " in first, first
+    assert "in ring_all_reduce: `buffer = incoming[" in first, first
+    assert "RuntimeError: shape '[2, -1]' is invalid" in first, first

@@ -87,6 +87,19 @@ def user_traceback(exc: BaseException) -> str:
     )
 
 
+def student_line(exc: BaseException) -> str:
+    """In a lab, the student's own line the error came from, to lead its summary
+    ("ddp_student.py, line 31, in on_grad: `...`: "), or ""."""
+    harness = sys.modules.get("zerobook.labs.harness")
+    path = harness.loaded[0] if harness else None
+    if not path:
+        return ""
+    from zerobook.labs.crash import said, student_frame
+
+    where = student_frame(exc, path)
+    return said({"where": where, "error": ""}) if where else ""
+
+
 def _is_library(filename: str) -> bool:
     torch_dir = (
         os.path.dirname(sys.modules["torch"].__file__)
@@ -217,7 +230,7 @@ def run_rank(argv: list[str]) -> None:
         )
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
         fail(
-            f"{type(exc).__name__}: {exc}".splitlines()[0],
+            student_line(exc) + f"{type(exc).__name__}: {exc}".splitlines()[0],
             user_traceback(exc),
             1,
             collective_of(exc),

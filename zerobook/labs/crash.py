@@ -85,7 +85,8 @@ class Steps:
     """Run the student's steps until one raises: `with steps.at(index):` around each, then
     `steps.agree(index)` before the harness's own collectives; after the first failure,
     `steps.failed` holds its record and the harness stops (`steps.going`).
-    `hint(exc, step)`: the lab's own reading of the error."""
+    `hint(exc, step, where)`: the lab's own reading of the error (`where`: the student's
+    frame, or None; zerobook.labs.hints)."""
 
     def __init__(self, rank: int, student_file: str, hint=None):
         self.rank, self.student_file, self.hint = rank, student_file, hint
@@ -180,8 +181,9 @@ class _At:
         if isinstance(exc, (Withheld, ForbiddenImport, TamperError)):
             return False  # borrowing the course's code, tampering: the run scores 0
         steps = self.steps
-        hint = steps.hint(exc, self.step) if steps.hint else ""
-        steps.failed = failure(exc, self.step, steps.rank, steps.student_file, hint)
+        steps.failed = failure(exc, self.step, steps.rank, steps.student_file)
+        if steps.hint:
+            steps.failed["hint"] = steps.hint(exc, self.step, steps.failed["where"])
         return True
 
 
@@ -189,12 +191,17 @@ def describe(failed: dict) -> str:
     """One failure in words: where, the student's line, the error, the hint."""
     step = failed["step"]
     when = f"at step {step}" if isinstance(step, int) else f"in {step}"
-    said = f"the run failed {when}, rank {failed['rank']}"
-    where = failed.get("where")
+    return f"the run failed {when}, rank {failed['rank']}: {said(failed)}"
+
+
+def said(failed: dict) -> str:
+    """A failure's line of the student's (file, line, function, source), its error and
+    its hint."""
+    where, text = failed.get("where"), ""
     if where:
-        said += (
-            f": {where['file']}, line {where['line']}, in {where['function']}: "
-            f"`{where['source']}`"
+        text = (
+            f"{where['file']}, line {where['line']}, in {where['function']}: "
+            f"`{where['source']}`: "
         )
-    said += f": {failed['error']}"
-    return said + (f". {failed['hint']}" if failed.get("hint") else "")
+    text += failed["error"]
+    return text + (f". {failed['hint']}" if failed.get("hint") else "")

@@ -143,7 +143,7 @@ def train(student, me: zb.Rank, flight: InFlight, steps: Steps) -> dict:
     model = model_from(SEED + me.rank, me)  # a rank's own weights, until the broadcast
     arrivals = Arrivals(model, flight)
     run = {"broadcast": None, "steps": [], "model": model}
-    steps.hint = lambda exc, index: hints.ddp(exc, index, run["steps"])
+    steps.hint = lambda exc, index, where: hints.ddp(exc, index, where, run["steps"])
     with steps.at("BucketedDDP(model, bucket_cap_bytes)"):
         ddp = call_student(student, "BucketedDDP", model, BUCKET_CAP_BYTES)
     if not steps.agree("BucketedDDP(model, bucket_cap_bytes)"):

@@ -30,6 +30,7 @@ from torch.distributed.fsdp import FSDPModule
 import zerobook as zb
 from zerobook.comm import CommMeter
 from zerobook.fsdp2 import full_weights, kept_bytes, local, mesh_of
+from zerobook.labs import crash, hints
 from zerobook.labs.harness import call_student, import_again, load_student, parse_args
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums
@@ -227,7 +228,9 @@ def main() -> None:
         try:
             reports[name] = parts[name](student, me)
         except Exception as exc:  # noqa: BLE001 - the part's test shows it
-            reports[name] = {"raised": f"{type(exc).__name__}: {exc}"}
+            failed = crash.failure(exc, f"part {name}", me.rank, cli.student)
+            failed["hint"] = hints.common(exc, me.world_size, failed["where"])
+            reports[name] = {"raised": crash.said(failed)}
     zb.report(parts=reports)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+AFTER_BACKWARD = ("finish", "step", "zero_grad", "retire", "wait")
 HOOK = (
     "register the hook with param.register_post_accumulate_grad_hook(hook), which calls "
     "hook(param) once param.grad holds this backward's gradient (param.register_hook "
@@ -16,14 +17,22 @@ HOOK = (
 )
 
 
-def common(exc: Exception, world_size: int) -> str:
+def common(exc: Exception, world_size: int, where: dict | None = None) -> str:
     """The mistakes every lab's students make: a hook given the gradient, pieces of
-    different sizes on different ranks, a handle that is None."""
+    different sizes on different ranks, a handle that is None. `where`: the student's
+    frame the error came from (its function tells a hook from finish())."""
     said = str(exc)
+    function = (where or {}).get("function", "")
     if "'NoneType' object has no attribute 'wait'" in said:
         return (
             "a handle your code waits on is None (a collective returns its handle only "
             "with async_op=True; a gather must return it)"
+        )
+    if "'NoneType' object has no attribute" in said and function in AFTER_BACKWARD:
+        return (
+            f"something your code read in {function}() was None: if it was a param.grad, "
+            "a parameter of an earlier step was still in your lists (zero_grad() set its "
+            "gradient to None): forget a step's buckets and handles once they are used"
         )
     if "'NoneType' object has no attribute" in said:
         return f"something your code read was None: if it was a param.grad, {HOOK}"
@@ -48,7 +57,7 @@ def common(exc: Exception, world_size: int) -> str:
     return ""
 
 
-def ddp(exc: Exception, index, steps: list[dict], world_size: int = 3) -> str:
+def ddp(exc, index, where, steps: list[dict], world_size: int = 3) -> str:
     """Lab 2: gradients of the previous step in no all-reduce when finish() returned (a
     bucket left open), else what every lab's students get wrong."""
     left = []
@@ -62,13 +71,13 @@ def ddp(exc: Exception, index, steps: list[dict], world_size: int = 3) -> str:
             f"{', ...' * (len(left) > 3)}) were in no all-reduce when finish() "
             "returned: finish() must send the last, partly filled bucket, and empty it"
         )
-    return common(exc, world_size)
+    return common(exc, world_size, where)
 
 
 def zero3(world_size: int):
-    """Lab 5's hint(exc, step): weights freed before backward read them, else common."""
+    """Lab 5's hint(exc, step, where): weights freed before backward read them, else common."""
 
-    def hint(exc: Exception, step) -> str:
+    def hint(exc: Exception, step, where) -> str:
         from zerobook.freed import FreedStorage
 
         if isinstance(exc, FreedStorage) and ", backward" in str(exc):
@@ -77,11 +86,11 @@ def zero3(world_size: int):
                 "its backward pre-hook, before its backward runs; the root (embedding, "
                 "final norm) stays gathered for the whole step"
             )
-        return common(exc, world_size)
+        return common(exc, world_size, where)
 
     return hint
 
 
 def zero(world_size: int):
-    """Lab 4's hint(exc, step): what every lab's students get wrong."""
-    return lambda exc, step: common(exc, world_size)
+    """Lab 4's hint(exc, step, where): what every lab's students get wrong."""
+    return lambda exc, step, where: common(exc, world_size, where)
