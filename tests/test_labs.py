@@ -1147,7 +1147,7 @@ LAB5_CRASHES = {  # name -> (old, new, where the run fails, the words that name 
         "param.register_post_accumulate_grad_hook(self.on_grad)",
         "param.register_hook(self.on_grad)",
         "at step 0, rank 0: zero3_student.py, line",
-        "KeyError: a tensor of shape [32]. a dict of yours was looked up with a tensor",
+        "KeyError: a tensor of shape [32]\n  likely: a dict of yours was looked up",
     ),
 }
 

@@ -7,6 +7,7 @@ silently wrong numbers), in whatever code touched it first. So the harnesses che
 
     freed(param)                      # True: its storage no longer holds its elements
     readable(param, "blocks.2.mlp.up.weight")  # raises FreedStorage naming it, if freed
+    rebound(model, storages)          # raises if a parameter's .data was rebound
     with FreedGuard(names) as guard:  # every operation torch runs, checked first
         guard.at = "step 0, backward"  # the phase its errors name
 
@@ -56,6 +57,19 @@ def readable(tensor, name: str, doing: str = "read") -> None:
             f"{name}'s storage was freed (resized to 0 bytes) when it was {doing}: "
             "gather the full weights before they are used, free them only after"
         )
+
+
+def rebound(model, storages: dict) -> None:
+    """Raise if the student's code rebound a parameter's .data (a tensor of its own, not
+    the parameter's storage resized): the harness measures the parameters' storage."""
+    for name, param in model.named_parameters():
+        if storage_key(param) != storages[name]:
+            raise RuntimeError(
+                f"{name}'s .data was rebound to another tensor (shape now "
+                f"{list(param.shape)}): free a parameter by resizing its own storage "
+                "(param.untyped_storage().resize_(0)) and gather into it, never by "
+                "rebinding param.data; the grader measures the parameters' storage"
+            )
 
 
 # operations that read or write no element of their tensors: they may see a freed one

@@ -60,11 +60,19 @@ def check_parity(report: dict) -> list[str]:
             "they are the weights of the gradients' sum, not their mean: divide each "
             f"reduce-scattered gradient by the world size ({report['world_size']})"
         )
+    if p.get("divided_first"):
+        found.append(
+            "they are the weights of gradients divided by the world size before the "
+            "reduce-scatter summed them: this lab asks for the sum first and the mean "
+            "after it, so that the arithmetic is one process's bit for bit (g0/N + g1/N "
+            "+ g2/N is not (g0 + g1 + g2)/N in floating point): divide after the wait"
+        )
     if p["missing"]:
         found.append(f"{listed(p['missing'])}: never seen computing")
     if p["step"] == 0:
         found.append(
-            "no update has happened yet: the gathered weights are not the model's"
+            "no update has happened yet: the gathered weights are not the model's (a "
+            "gather's buffer read before its wait() holds whatever it held before)"
         )
     return found + check_groups(report)
 
@@ -224,7 +232,9 @@ def prefetch(events, start, current, unit, own, after: str, hook: str) -> list[s
         if i >= start and e[0] == GATHER and e[3] == unit
     ]
     if not where:
-        unknown = any(e[0] == GATHER and e[3] is None for e in events[start:])
+        unknown = [e for e in events[start:] if e[0] == GATHER and e[3] is None]
+        if any(not e[5] for e in unknown):
+            return []  # NaN no unit's values match (a mistake upstream): not told apart
         why = " (some all-gather held no unit's pieces: see traffic)" if unknown else ""
         return [f"{unit} was not gathered{' in backward' if start else ''}{why}"]
     issued, (_, index, in_flight, *_) = where[0], events[where[0]]

@@ -105,13 +105,23 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.numel() == b.numel() and torch.equal(a.to(b.dtype), b)
 
 
-def owner(tensor, by_unit: dict):
-    """The unit whose values `tensor` holds (in any order), or None."""
+def owner(tensor, by_unit: dict, world_size: int | None = None):
+    """The one unit whose values `tensor` holds (in any order, NaN matching NaN), or
+    None; with `world_size`, also those values divided by it (gradients averaged before
+    the reduce-scatter sums them)."""
     values = tensor.reshape(-1).float().sort().values
-    for unit, expected in by_unit.items():
-        if expected.numel() == values.numel() and torch.equal(expected, values):
-            return unit
-    return None
+    scales = [lambda t: t]
+    if world_size:
+        scales += [lambda t: t / world_size, lambda t: t * (1 / world_size)]
+    found = {
+        unit
+        for unit, expected in by_unit.items()
+        for scale in scales
+        if expected.numel() == values.numel()
+        and torch.equal(scale(expected).isnan(), values.isnan())
+        and torch.equal(scale(expected).nan_to_num(0.0), values.nan_to_num(0.0))
+    }
+    return found.pop() if len(found) == 1 else None
 
 
 def step_events(flight, start, first, watch, found, masters, me) -> list:
@@ -139,7 +149,8 @@ def step_events(flight, start, first, watch, found, masters, me) -> list:
         name, *rest = event
         if name in HELD:
             tensor = flight.inputs[rest[0]]
-            unit = owner(tensor, mine if name == HELD[0] else grads)
+            gather = name == HELD[0]
+            unit = owner(tensor, *((mine,) if gather else (grads, me.world_size)))
             if unit is None and name == HELD[1] and done in grads:
                 fits = grads[done].numel() == tensor.numel()
                 unit = done if fits and not tensor.isfinite().all() else None

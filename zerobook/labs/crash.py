@@ -204,4 +204,4 @@ def said(failed: dict) -> str:
             f"`{where['source']}`: "
         )
     text += failed["error"]
-    return text + (f". {failed['hint']}" if failed.get("hint") else "")
+    return text + (f"\n  likely: {failed['hint']}" if failed.get("hint") else "")

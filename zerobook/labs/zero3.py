@@ -27,7 +27,7 @@ import torch
 
 import zerobook as zb
 from zerobook import zero3_record
-from zerobook.freed import FreedGuard
+from zerobook.freed import FreedGuard, rebound, storage_key
 from zerobook.inflight import Handle, InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
@@ -135,18 +135,19 @@ def train(student, me: zb.Rank, flight: InFlight, steps: Steps, guard) -> dict:
     initial = {name: p.detach().clone() for name, p in model.named_parameters()}
     watch = Watch(model, flight)
     guard.name({p: name for name, p in model.named_parameters()})
-    run = {"steps": [], "layout": None, "groups": [], "seen": [], "model": model}
+    run = {"steps": [], "layout": None, "groups": [], "seen": [], "model": model,
+           "initial": list(initial.items())}  # fmt: skip
     run["units"] = {
         u: [watch.names[id(p)] for p in ps] for u, ps in watch.units.items()
     }
+    storages = {name: storage_key(p) for name, p in model.named_parameters()}
     with steps.at("Zero3(model, units, optimizer_class)"):
         if not hasattr(student, "Zero3"):
             raise AttributeError("your file defines no class 'Zero3'")
         make = types.SimpleNamespace(Zero3=functools.partial(student.Zero3, **OPTIONS))
         zero = call_student(make, "Zero3", model, list(model.blocks), RecordedAdamW)
-        plan = layout(
-            initial, me, watch.names
-        )  # the optimizer's tensors (freed: named)
+        plan = layout(initial, me, watch.names)  # its optimizer's tensors (freed?)
+        rebound(model, storages)
     if not steps.agree("Zero3(model, units, optimizer_class)"):
         return run
     held = lambda: [zero, roots(student, model)]  # its object, what its file keeps now
@@ -170,6 +171,7 @@ def train(student, me: zb.Rank, flight: InFlight, steps: Steps, guard) -> dict:
             kept_now = kept(held(), watch, masters)
             guard.at = f"step {index}, zero_grad()"
             call_student(zero, "zero_grad")
+            rebound(model, storages)
         if not steps.agree(index):
             break
         run["steps"].append({"events": events, "peak": watch.peak, "kept": kept_now})
@@ -187,7 +189,7 @@ MEANS = {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * 
 SUMMED = lambda total, n: total  # noqa: E731 - no mean: named if the weights are its
 
 
-def reference(me: zb.Rank, mean) -> list[dict]:
+def reference(me: zb.Rank, mean, first: bool = False) -> list[dict]:
     """One process: the weights before each step, each step's gradient the N slices'
     gradients summed in rank order and averaged; AdamW, no weight decay on 1-D tensors."""
     model = model_from(me)
@@ -206,7 +208,12 @@ def reference(me: zb.Rank, mean) -> list[dict]:
             optimizer.zero_grad(set_to_none=True)
             next_token_loss(model, tokens[r * BATCH : (r + 1) * BATCH]).backward()
             per_rank.append(torch.cat([p.grad.reshape(-1) for p in params]))
-        average = mean(rank_order_sum(torch.stack(per_rank)), me.world_size)
+        stacked, n = torch.stack(per_rank), me.world_size
+        average = (
+            rank_order_sum(mean(stacked, n))
+            if first
+            else mean(rank_order_sum(stacked), n)
+        )
         for param, grad in zip(params, average.split([p.numel() for p in params])):
             param.grad = grad.view_as(param)
         optimizer.step()
@@ -216,7 +223,8 @@ def reference(me: zb.Rank, mean) -> list[dict]:
 def parity(seen: list[dict], me: zb.Rank) -> dict:
     """The first step whose forward used weights other than one process's (either mean),
     the parameter off most there and by how much; `missing`: never seen computing;
-    `summed`: the weights are those of the gradients' sum, never divided by N."""
+    `summed`: the weights are those of the gradients' sum, never divided by N;
+    `divided_first`: of each rank's gradients divided by N before the sum."""
     best = None
     for way, mean in MEANS.items():
         found = first_off(seen, reference(me, mean), way)
@@ -224,6 +232,10 @@ def parity(seen: list[dict], me: zb.Rank) -> dict:
             return found
         best = best if best and best["step"] >= found["step"] else found
     best["summed"] = first_off(seen, reference(me, SUMMED), "sum")["step"] is None
+    best["divided_first"] = any(
+        first_off(seen, reference(me, mean, first=True), way)["step"] is None
+        for way, mean in MEANS.items()
+    )
     return best
 
 
