@@ -933,6 +933,12 @@ LAB5_MISTAKES = {  # name -> (old, new, the parts that fail, what one of them sa
         {"backward"},
         ("backward", "blocks.1's all-gather was issued only after blocks.2's"),
     ),
+    "reduce_scatter_never_waited": (
+        "        dist.reduce_scatter_tensor(out, full)\n",
+        "        dist.reduce_scatter_tensor(out, full, async_op=True)\n",
+        {"parity"},
+        ("parity", "gradients' reduce-scatter of blocks.2, blocks.1, blocks.0"),
+    ),
     "decay_on_1d": (
         GROUPS,
         "list(self.masters.values()), **options",

@@ -74,7 +74,24 @@ def check_parity(report: dict) -> list[str]:
             "no update has happened yet: the gathered weights are not the model's (a "
             "gather's buffer read before its wait() holds whatever it held before)"
         )
-    return found + check_groups(report)
+    return found + unwaited(report) + check_groups(report)
+
+
+def unwaited(report: dict) -> list[str]:
+    """Asynchronous reduce-scatters never waited on, in the first step that has any:
+    their output holds what it held before (zerobook.inflight)."""
+    for s, step in enumerate(report["steps"]):
+        events = step["events"]
+        waited = {e[1] for e in events if e[0] == "wait"}
+        units = [e[3] or f"reduce-scatter {e[1]}" for e in events
+                 if e[0] == REDUCE and e[2] and e[1] not in waited]  # fmt: skip
+        if units:
+            return [
+                f"in step {s}, the gradients' reduce-scatter of {listed(units)} was "
+                "never waited on (async_op=True): its output holds what it held before; "
+                "wait on each handle before you read its output"
+            ]
+    return []
 
 
 def check_groups(report: dict) -> list[str]:
