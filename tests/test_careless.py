@@ -1,0 +1,265 @@
+"""Careless mistakes, graded as a class (issue 42): each submission is the reference with one
+realistic mistake, graded sandboxed (`python -m zerobook.classroom grade --jobs 2`) beside the
+reference, which keeps full marks in the same run. Each loses the parts whose property it
+breaks, keeps the others (a crash keeps what the steps before it showed: zerobook.labs.crash),
+and its feedback page names it in words a student can act on; none ends in a SIGSEGV
+(zerobook.freed) or in the grader's own frames.
+
+CORPUS[lab][student] = (the (old, new) replacements, the parts it loses, the words its
+feedback shows). The parts not lost keep their points.
+"""
+
+import pytest
+
+from test_forgery import class_of, outcome, reference, replaced
+from test_grading_labs import POINTS
+from test_hostile import graded_class
+
+pytestmark = [pytest.mark.slow]
+
+LAST_BUCKET = "        if self.bucket:\n            self.launch()\n"
+DDP_CAT = "        flat = torch.cat([p.grad.reshape(-1) for p in self.bucket])\n"
+DDP_DIV = "            flat.div_(dist.get_world_size())\n"
+DDP_HOOK = "param.register_post_accumulate_grad_hook(self.on_grad)"
+NOT_CHECKED = "not checked (every step is needed): the run failed at step"
+DDP = {
+    "last_bucket_left": (
+        (LAST_BUCKET, ""),
+        {"test_parity", "test_once", "test_buckets", "test_waits"},
+        ["finish() must send the last, partly filled bucket", NOT_CHECKED],
+    ),
+    "register_hook": (
+        (DDP_HOOK, "param.register_hook(self.on_grad)"),
+        {"test_parity", "test_once", "test_buckets", "test_overlap", "test_waits"},
+        ["ddp_student.py, line", "register_post_accumulate_grad_hook(hook)"],
+    ),
+    "divided_first": (
+        (DDP_CAT, DDP_CAT + "        flat /= dist.get_world_size()\n", DDP_DIV, ""),
+        {"test_parity"},
+        ["already divided by the world size (3)", "PyTorch's DistributedDataParallel"],
+    ),
+    "summed": (
+        (DDP_DIV, ""),
+        {"test_parity", "test_waits"},
+        ["hold the sum of the ranks' gradients, not their mean"],
+    ),
+    "no_broadcast": (
+        ("                dist.broadcast(tensor, src=0)\n", "                pass\n"),
+        {"test_broadcast", "test_parity"},
+        ["broadcast every parameter from rank 0"],
+    ),
+    "waits_at_once": (
+        (
+            "        work = dist.all_reduce(flat, async_op=True)\n",
+            "        work = dist.all_reduce(flat, async_op=True)\n        work.wait()\n",
+        ),
+        {"test_overlap", "test_waits"},
+        ["was waited on at once", "was waited on 2 times, not once"],
+    ),
+    "handles_kept": (
+        ("        self.in_flight = []\n", ""),
+        {"test_waits"},
+        ["wait(s) on all-reduces of an earlier step"],
+    ),
+    "one_rank_raises": (
+        (
+            "        self.bucket.append(param)\n",
+            "        self.bucket.append(param)\n"
+            "        self.k = getattr(self, 'k', 0) + 1\n"
+            "        if dist.get_rank() == 1 and self.k == 50:\n"
+            "            raise ValueError('rank one alone')\n",
+        ),
+        {"test_parity"},
+        ["the run failed at step 1, rank 1: ddp_student.py", "rank one alone"],
+    ),
+}
+
+Z3_FREE = "        for unit in self.params:\n            self.free(unit)\n"
+ZERO3 = {
+    "optimizer_over_full_parameters": (
+        (
+            "        decay = [m for p, m in self.masters.items() if p.dim() >= 2]\n"
+            "        no_decay = [m for p, m in self.masters.items() if p.dim() < 2]\n",
+            "        decay = [p for p, m in self.masters.items() if p.dim() >= 2]\n"
+            "        no_decay = [p for p, m in self.masters.items() if p.dim() < 2]\n",
+        ),
+        "all",
+        ["your optimizer was given embed.weight, the full parameter itself"],
+    ),
+    "prefetch_of_the_wrong_unit": (
+        (
+            "            self.gather(self.order[i + 1], async_op=True)\n",
+            "            self.gather(self.order[i], async_op=True)\n",
+        ),
+        {"test_parity", "test_kept", "test_traffic", "test_forward"},
+        ["was used (by torch's copy_) in step 1, forward after its storage was freed"],
+    ),
+    "unpadded_pieces": (
+        (
+            "return F.pad(flat, (0, -flat.numel() % self.world_size))"
+            ".chunk(self.world_size)",
+            "return flat.chunk(self.world_size)",
+        ),
+        "all",
+        ["pad each flattened tensor with zeros to a multiple of the world size (3)"],
+    ),
+    "root_freed_after_its_forward": (
+        (
+            "        if i > 0:\n            self.free(self.order[i])\n",
+            "        self.free(self.order[i])\n",
+        ),
+        "all",
+        ["the root (embedding, final norm) stays gathered for the whole step"],
+    ),
+    "register_hook": (
+        (DDP_HOOK, "param.register_hook(self.on_grad)"),
+        "all",
+        ["zero3_student.py, line", "register_post_accumulate_grad_hook(hook)"],
+    ),
+    "summed": (
+        ("        out /= self.world_size\n", ""),
+        {"test_parity"},
+        ["the gradients' sum, not their mean: divide each reduce-scattered gradient"],
+    ),
+    "never_waits": (
+        ("        if handle is not None:\n            handle.wait()\n", ""),
+        {"test_parity", "test_forward", "test_backward"},
+        ["all-gather was never waited on: wait on its handle before"],
+    ),
+    "rebinds_data": (  # a student trial's: free and gather by rebinding .data
+        (
+            "            p.untyped_storage().resize_(0)\n",
+            "            p.data = torch.empty(0)\n",
+            "            p.untyped_storage().resize_(p.numel() * p.element_size())\n",
+            "            p.data = torch.empty(self.shape[p])\n",
+            "        self.units = list(units)\n",
+            "        self.units = list(units)\n"
+            "        self.shape = {p: p.shape for p in model.parameters()}\n",
+        ),
+        "all",
+        ["embed.weight's .data was rebound to another tensor (shape now [0])"],
+    ),
+    "divided_first": (  # a student trial's: DDP's habit
+        (
+            "        grads = [self.pieces(p.grad) for p in self.params[unit]]\n",
+            "        grads = [self.pieces(p.grad / self.world_size) for p in self.params[unit]]\n",
+            "        out /= self.world_size\n",
+            "",
+        ),
+        {"test_parity"},
+        ["gradients divided by the world size before the reduce-scatter summed them"],
+    ),
+    "never_frees": (
+        ("            p.untyped_storage().resize_(0)\n", "            pass\n"),
+        {"test_kept", "test_peak"},
+        ["is still gathered after step()"],
+    ),
+}
+
+Z2_DIV = "            self.pieces[param].grad = grad.float() / self.n\n"
+ZERO = {
+    "register_hook": (
+        (DDP_HOOK, "param.register_hook(self.on_grad)"),
+        "all",
+        ["zero_student.py, line", "register_post_accumulate_grad_hook(hook)"],
+    ),
+    "unpadded": (
+        (
+            "    return torch.cat([flat, flat.new_zeros(-flat.numel() % world_size)])\n",
+            "    return flat\n",
+        ),
+        "all",
+        ["pad it with zeros to a multiple of the world size (3) first"],
+    ),
+    "summed": (
+        (Z2_DIV, Z2_DIV.replace(" / self.n", "")),
+        {"test_parity", "test_overlap"},
+        ["holds the sum of the ranks' gradients, not their mean"],
+    ),
+    "waits_at_once": (
+        (
+            "        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
+            "        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n"
+            "        work.wait()\n",
+        ),
+        {"test_overlap"},
+        ["was waited on at once, before any later gradient arrived"],
+    ),
+    "decay_on_1d": (
+        (
+            '        groups = [{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]\n',
+            '        groups = [{"params": decay + no_decay}]\n',
+        ),
+        {"test_parity"},
+        ["weight decay on 1-D tensor(s) blocks.0.ln1.weight"],
+    ),
+    "never_retires": (
+        (
+            "        if len(self.in_flight) >= self.max_in_flight:\n"
+            "            self.retire()\n",
+            "",
+        ),
+        {"test_held"},
+        ["it was retired only in finish()"],
+    ),
+    "retires_early": (
+        (
+            "        if len(self.in_flight) >= self.max_in_flight:\n",
+            "        if self.in_flight:\n",
+        ),
+        {"test_overlap"},
+        ["before the launch that retires it"],
+    ),
+    "one_rank_raises": (
+        (
+            "        while self.in_flight:\n",
+            "        self.k = getattr(self, 'k', 0) + 1\n"
+            "        if self.rank == 2 and self.k == 2:\n"
+            "            raise RuntimeError('rank 2 alone')\n"
+            "        while self.in_flight:\n",
+        ),
+        {"test_parity", "test_state"},
+        ["the run failed in the AdamW run's step 1, rank 2", "rank 2 alone"],
+    ),
+}
+CORPUS = {"ddp": DDP, "zero3": ZERO3, "zero": ZERO}
+
+
+@pytest.fixture(scope="module", params=sorted(CORPUS))
+def graded(request, tmp_path_factory):
+    """One grading run of a lab's careless class, the reference among them."""
+    lab = request.param
+    scripts = {
+        name: replaced(reference(lab), *pairs)
+        for name, (pairs, _, _) in CORPUS[lab].items()
+    }
+    return lab, graded_class(tmp_path_factory, lab, class_of(lab, scripts), POINTS[lab])
+
+
+def test_the_reference_keeps_full_marks_beside_the_careless(graded):
+    lab, run = graded
+    scores, _, _ = outcome(run, "reference")
+    assert scores == POINTS[lab], scores
+
+
+def test_each_mistake_loses_its_parts_keeps_the_rest_and_is_named(graded):
+    """Every student of the class at once: the first that differs is named."""
+    lab, run = graded
+    wrong = []
+    for student, (_, loses, words) in CORPUS[lab].items():
+        scores, page, _ = outcome(run, student)
+        lost = set(POINTS[lab]) if loses == "all" else loses
+        want = {
+            part: 0 if part in lost else points for part, points in POINTS[lab].items()
+        }
+        if scores != want:
+            wrong.append(f"{student}: scored {scores}, expected {want}")
+        wrong += [
+            f"{student}: the feedback does not say {w!r}"
+            for w in words
+            if w not in page
+        ]
+        for bad in ("Segmentation fault", "SIGSEGV", "site-packages", "/work/"):
+            if bad in page:
+                wrong.append(f"{student}: the feedback shows {bad!r}")
+    assert not wrong, "\n".join(wrong)
