@@ -93,3 +93,29 @@ def test_a_failure_shows_the_students_innermost_line_through_a_reraise(tmp_path)
     assert not record["lost_peer"]
     lost = crash.failure(RuntimeError("Connection closed by peer"), 2, 0, str(student))
     assert lost["lost_peer"] and lost["where"] is None
+
+
+def test_the_lighter_guard_checks_python_calls_only_while_on_and_units_at_their_edges():
+    """FreedCalls (the capstone's): off, a freed weight passes through untouched (so the
+    run's other methods are not checked); on, a copy into it is named. guard_units:
+    a unit's forward, and its backward, find its weights freed and say which."""
+    from zerobook.freed import FreedCalls, guard_units
+
+    layer, weight = freed_linear()
+    names = {id(weight): "blocks.0.w", id(layer.bias): "blocks.0.b"}
+    guard_units({"blocks.0": (layer, [weight, layer.bias])}, names)
+    with FreedCalls({weight: "blocks.0.w"}) as calls:
+        loss = layer(torch.randn(2, 4, requires_grad=True)).sum()
+        weight.untyped_storage().resize_(0)
+        weight.data.untyped_storage()  # metadata: passes, on or off
+        with pytest.raises(
+            FreedStorage, match=r"blocks.0.w's storage .* by backward \(blocks.0's\)"
+        ):
+            loss.backward()
+        calls.on = True
+        with pytest.raises(FreedStorage, match=r"blocks.0.w was used \(by copy_\)"):
+            weight.data.copy_(torch.ones(4, 4))
+        with pytest.raises(
+            FreedStorage, match="blocks.0.w's storage .* about to compute"
+        ):
+            layer(torch.ones(1, 4))

@@ -8,6 +8,9 @@ silently wrong numbers), in whatever code touched it first. So the harnesses che
     freed(param)                      # True: its storage no longer holds its elements
     readable(param, "blocks.2.mlp.up.weight")  # raises FreedStorage naming it, if freed
     rebound(model, storages)          # raises if a parameter's .data was rebound
+    guard_units(units, names)         # checks at each unit's forward and backward only
+    with FreedCalls() as calls:       # the torch functions Python calls, checked while
+        calls.on = True               # on (the capstone's: 1.1x, FreedGuard's 2.4x)
     with FreedGuard(names) as guard:  # every operation torch runs, checked first
         guard.at = "step 0, backward"  # the phase its errors name
 
@@ -22,6 +25,7 @@ error says which weights were used, and when.
 from __future__ import annotations
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
@@ -72,6 +76,50 @@ def rebound(model, storages: dict) -> None:
             )
 
 
+class Names:
+    """Which parameter a tensor is: by its id, or by its storage (`param.data` is
+    another tensor object over the same storage)."""
+
+    def __init__(self):
+        self.by_id, self.by_storage = {}, {}
+
+    def learn(self, names: dict) -> None:
+        """{parameter: name}."""
+        for tensor, name in names.items():
+            self.by_id[id(tensor)] = name
+            self.by_storage[storage_key(tensor)] = name
+
+    def of(self, tensor) -> str:
+        found = self.by_id.get(id(tensor)) or self.by_storage.get(storage_key(tensor))
+        return found or f"a tensor of shape {list(tensor.shape)}"
+
+
+def guard_units(units: dict, names: dict) -> None:
+    """Hooks of the harness's, registered after the student's (so they run after them):
+    before each unit computes, and before its backward begins, its parameters must not
+    be freed (FreedStorage names the first). `units`: {unit name: (module, its own
+    parameters)}; `names`: id of a parameter -> its name. Cheaper than FreedGuard (a
+    check per unit, not per operation), and blind inside a unit."""
+
+    def check(unit: str, params: list, doing: str) -> None:
+        for param in params:
+            readable(param, names[id(param)], f"{doing} ({unit}'s)")
+
+    for unit, (module, params) in units.items():
+
+        def before(module, args, unit=unit, params=params):
+            check(unit, params, "about to compute in forward")
+
+        def after(module, args, output, unit=unit, params=params):
+            if isinstance(output, torch.Tensor) and output.requires_grad:
+                output.register_hook(
+                    lambda grad: check(unit, params, "about to be used by backward")
+                )
+
+        module.register_forward_pre_hook(before)
+        module.register_forward_hook(after)
+
+
 # operations that read or write no element of their tensors: they may see a freed one
 METADATA = {
     "resize_", "set_", "detach", "alias", "lift_fresh", "empty_like", "new_empty",
@@ -86,18 +134,12 @@ class FreedGuard(TorchDispatchMode):
 
     def __init__(self, names: dict | None = None, at: str = ""):
         super().__init__()
-        self.by_id, self.by_storage, self.at = {}, {}, at
+        self.names, self.at = Names(), at
         self.name(names or {})
 
     def name(self, names: dict) -> None:
-        """Learn `names`: {parameter: name} (by id and by storage)."""
-        for tensor, name in names.items():
-            self.by_id[id(tensor)] = name
-            self.by_storage[storage_key(tensor)] = name
-
-    def called(self, tensor) -> str:
-        found = self.by_id.get(id(tensor)) or self.by_storage.get(storage_key(tensor))
-        return found or f"a tensor of shape {list(tensor.shape)}"
+        """Learn `names`: {parameter: name}."""
+        self.names.learn(names)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -110,7 +152,41 @@ class FreedGuard(TorchDispatchMode):
     def refuse(self, tensor, what: str) -> None:
         when = f" in {self.at}" if self.at else ""
         raise FreedStorage(
-            f"{self.called(tensor)} was used (by torch's {what}){when} after its storage "
+            f"{self.names.of(tensor)} was used (by torch's {what}){when} after its storage "
             "was freed (resized to 0 bytes): gather a unit's full weights before it "
             "computes, and free them only after"
         )
+
+
+# torch functions that read no element: a freed tensor may pass through them
+PASSING = {
+    "__get__", "__set__", "untyped_storage", "size", "dim", "numel", "element_size",
+    "stride", "storage_offset", "data_ptr", "is_contiguous", "requires_grad_", "detach",
+    "register_hook", "register_post_accumulate_grad_hook", "__len__", "__hash__",
+}  # fmt: skip
+
+
+class FreedCalls(TorchFunctionMode):
+    """FreedGuard's lighter kin, for a long run: a torch function mode, so it sees what
+    Python calls (the student's gather and copy, a forward's F.linear), not backward's
+    own operations (guard_units checks each unit's before its backward). Checks only
+    while `on`; on the mode stack for the whole run (the grader measures the modes)."""
+
+    def __init__(self, names: dict | None = None):
+        super().__init__()
+        self.on, self.names = False, Names()
+        self.names.learn(names or {})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", str(func))
+        if self.on and name not in PASSING:
+            for tensor in tree_flatten((args, kwargs))[0]:
+                if isinstance(tensor, torch.Tensor) and freed(tensor):
+                    raise FreedStorage(
+                        f"{self.names.of(tensor)} was used (by {name}) after its storage was freed "
+                        "(resized to 0 bytes): gather a unit's full weights before "
+                        "it computes (and before you copy into them), free them only "
+                        "after"
+                    )
+        return func(*args, **kwargs)

@@ -32,6 +32,19 @@ class RecordedAdamW(torch.optim.AdamW):
     def __init__(self, params, *args, **options):
         super().__init__(params, *args, **options)
         RecordedAdamW.made.append(self)
+        self.register_step_pre_hook(RecordedAdamW.unfreed)  # not step(): torch wraps it
+
+    @staticmethod
+    def unfreed(optimizer, args, kwargs) -> None:
+        """Its step pre-hook: no tensor it updates may have had its storage freed."""
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                if freed(param):
+                    raise FreedStorage(
+                        "your optimizer's step would update a tensor whose storage "
+                        "your code freed (the full parameter itself?): build the "
+                        "optimizer over your pieces, which stay allocated"
+                    )
 
 
 def pieces(tensor: torch.Tensor, world_size: int) -> tuple:

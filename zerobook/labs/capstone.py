@@ -31,6 +31,7 @@ import zerobook as zb
 from zerobook import capstone_resume, capstone_train, measure, text, zero3_record
 from zerobook.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
 from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, train
+from zerobook.freed import FreedCalls, guard_units
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.means import verdicts
@@ -44,6 +45,7 @@ from zerobook.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
 from zerobook.zero3_record import torch_fsdp_used
 
 PARTS = ["train", "resume"]
+GUARD: list = [None]  # zerobook.freed.FreedCalls, for the whole run
 # an instructor's own (zerobook.labs.harness.lab_params); and shorter runs for tests
 HIDDEN = lab_params(seed=0, steps=600, prefix=100, every=25, kill_at=50)
 SEED, STEPS, PREFIX = HIDDEN["seed"], HIDDEN["steps"], HIDDEN["prefix"]
@@ -141,6 +143,15 @@ class StudentZero3:
                 "over the master pieces in two groups"
             )
         self.optimizer = made[0]
+        owned = {id(p) for block in model.blocks for p in block.parameters()}
+        units = {"root": (model, [p for p in model.parameters() if id(p) not in owned])}
+        units |= {
+            f"blocks.{k}": (b, list(b.parameters())) for k, b in enumerate(model.blocks)
+        }
+        names = {id(p): name for name, p in model.named_parameters()}
+        guard_units(units, names)  # weights freed too early: named, not a crash
+        GUARD[0].names.learn({p: names[id(p)] for p in model.parameters()})
+        GUARD[0].on = True  # its gathers' copies checked too
 
     def backward(self, loss):
         loss.backward()
@@ -231,6 +242,14 @@ def train_part(student, me, data, held_out) -> dict:
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
+    # on torch's mode stack from before the file's import (the modes the grader measures
+    # with) to the report; it checks only once the student's ZeRO-3 is built
+    with FreedCalls() as GUARD[0]:
+        graded(cli, me)
+
+
+def graded(cli, me) -> None:
+    """The part `cli.part` of the student's file, run and reported."""
     data, held_out = text.load()
     files = forbid(FORBIDDEN)
     refuse_torch_fsdp()
