@@ -6,7 +6,9 @@ and its feedback page names it in words a student can act on; none ends in a SIG
 (zerobook.freed) or in the grader's own frames.
 
 CORPUS[lab][student] = (the (old, new) replacements, the parts it loses, the words its
-feedback shows). The parts not lost keep their points.
+feedback shows). The parts not lost keep their points. The capstone's four: a crash in the
+training launch loses its four tests and keeps the resume test (a launch of its own) when
+the mistake is in the DDP, which resuming does not use.
 """
 
 import pytest
@@ -222,10 +224,50 @@ ZERO = {
         ["the run failed in the AdamW run's step 1, rank 2", "rank 2 alone"],
     ),
 }
-CORPUS = {"ddp": DDP, "zero3": ZERO3, "zero": ZERO}
+TRAIN = {
+    "test_curves",
+    "test_clip",
+    "test_kept",
+    "test_target",
+}  # one launch; resume: its own
+CAPSTONE = {
+    "ddp_sum_not_mean": (
+        (DDP_DIV, ""),
+        TRAIN,
+        ["holds 'sum', not the mean of every rank's"],
+    ),
+    "ddp_register_hook": (
+        (
+            DDP_HOOK + "\n        self.bucket, self.bucket_bytes",
+            "param.register_hook(self.on_grad)\n        self.bucket, self.bucket_bytes",
+        ),
+        TRAIN,
+        ["capstone_student.py, line", "'NoneType' object has no attribute 'numel'"],
+    ),
+    "zero3_prefetch_of_the_wrong_unit": (
+        ZERO3["prefetch_of_the_wrong_unit"][0],
+        "all",
+        ["in wait: `rows[:, offset", "after its storage was freed"],
+    ),
+    "zero3_root_freed_after_its_forward": (
+        ZERO3["root_freed_after_its_forward"][0],
+        "all",
+        [
+            "embed.weight's storage was freed (resized to 0 bytes) when it was about to be "
+            "used by backward (root's)"
+        ],  # fmt: skip
+    ),
+}
+CORPUS = {"ddp": DDP, "zero3": ZERO3, "zero": ZERO, "capstone": CAPSTONE}
 
 
-@pytest.fixture(scope="module", params=sorted(CORPUS))
+@pytest.fixture(
+    scope="module",
+    params=[  # one worker grades each class, for both tests (make test-grading: loadgroup)
+        pytest.param(lab, marks=pytest.mark.xdist_group(f"careless_{lab}"))
+        for lab in sorted(CORPUS)
+    ],
+)
 def graded(request, tmp_path_factory):
     """One grading run of a lab's careless class, the reference among them."""
     lab = request.param

@@ -32,6 +32,8 @@ from zerobook import capstone_resume, capstone_train, measure, text, zero3_recor
 from zerobook.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
 from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, train
 from zerobook.freed import FreedCalls, guard_units
+from zerobook.labs import hints
+from zerobook.labs.crash import Steps, describe
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.means import verdicts
@@ -223,19 +225,30 @@ def run(method, name: str, steps: int, data, held_out, me) -> dict:
     return result
 
 
-def train_part(student, me, data, held_out) -> dict:
+def train_part(student, me, data, held_out, student_file: str) -> dict:
+    """FSDP2's run, the student's DDP's, the student's ZeRO-3's. A DDP that fails on
+    every rank of its own error (zerobook.labs.crash) is reported failed and ZeRO-3 runs
+    all the same (its tests, the resume test among them, still count)."""
     runs = {
         "fsdp2": run(FSDP2(model_from(me), me), "FSDP2", PREFIX, data, held_out, me)
     }
-    ddp = StudentDDP(student, model_from(me), me)
-    runs["ddp"] = run(ddp, "your DDP", PREFIX, data, held_out, me)
+    steps = Steps(me.rank, student_file, hints.zero(me.world_size))
+    with steps.at("your DDP's run"):
+        ddp = StudentDDP(student, model_from(me), me)
+        runs["ddp"] = run(ddp, "your DDP", PREFIX, data, held_out, me)
+    if not steps.agree("your DDP's run"):
+        if not steps.alike:  # a rank lost its peer: the collectives may be out of step
+            raise RuntimeError(describe(steps.failed))
+        runs["ddp"] = {"failed": steps.failed}
     zero3 = StudentZero3(student, model_from(me), me)
     runs["zero3"] = run(zero3, "your ZeRO-3", STEPS, data, held_out, me)
     generated = sample(zero3.used, b"def ", 200, me.device)
-    used = torch_fsdp_used(ddp.model) + torch_fsdp_used(zero3.model)
-    numel = sum(p.numel() for p in ddp.model.parameters())
+    used = torch_fsdp_used(zero3.model) + (
+        torch_fsdp_used(ddp.model) if steps.going else []
+    )
+    numel = sum(p.numel() for p in zero3.model.parameters())
     # two orders of one norm's sum: at most this far apart, relatively (zerobook.parity)
-    return {"runs": runs, "sample": generated, "fsdp_used": used,
+    return {"runs": runs, "sample": generated, "fsdp_used": used, "failed": steps.failed,
             "norm_bound": norm_bound(numel)}  # fmt: skip
 
 
@@ -257,7 +270,7 @@ def graded(cli, me) -> None:
     with ordered_sums():
         student = load_student(cli.student, TORCH_DDP)
         if cli.part == "train":
-            result = train_part(student, me, data, held_out)
+            result = train_part(student, me, data, held_out, cli.student)
         else:
             make = functools.partial(StudentZero3, student, model_from(me), me)
             result = capstone_resume.resume(

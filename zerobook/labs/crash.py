@@ -92,6 +92,7 @@ class Steps:
         self.rank, self.student_file, self.hint = rank, student_file, hint
         self.failed: dict | None = None
         self.store = None  # zerobook.dist.run_store, once asked
+        self.alike = False  # every rank failed, each of its own error (agree)
 
     @property
     def going(self) -> bool:
@@ -103,7 +104,9 @@ class Steps:
     def agree(self, step) -> bool:
         """Whether every rank finished `step` (each says so in the run's store, not by a
         collective, which a peer that failed would never join); a rank that did, whose
-        peer failed, stops too, naming the peer. Call it on every rank after each step."""
+        peer failed, stops too, naming the peer. Call it on every rank after each step.
+        `alike`: every rank failed of its own error (none lost a peer): the ranks are
+        where one another expects, and may go on to something else."""
         from zerobook.dist import collective_timeout
 
         if self.store is None:
@@ -118,6 +121,8 @@ class Steps:
             store.wait(keys, collective_timeout())
         except Exception:  # a peer died before it could say: it failed
             pass
+        texts = [store.get(k).decode() if store.check([k]) else "" for k in keys]
+        self.alike = all(t and t != "ok" and not LOST_PEER.search(t) for t in texts)
         if self.going:
             for peer, key in enumerate(keys):
                 if peer != self.rank and store.check([key]):
