@@ -603,6 +603,7 @@ def test_lab2_a_last_bucket_never_sent_keeps_what_step_0_showed_and_names_it(tmp
         zb.grading.not_checked(run, "every step")
 
 
+@pytest.mark.slow  # graded in the round trip too (tests/test_careless.py)
 def test_lab2_one_rank_failing_mid_backward_is_named_first_and_ends_every_rank(
     tmp_path,
 ):
@@ -627,6 +628,7 @@ def test_lab2_one_rank_failing_mid_backward_is_named_first_and_ends_every_rank(
     assert [r["failed"]["lost_peer"] for r in run.ranks] == [True, False, True]
 
 
+@pytest.mark.slow  # graded in the round trip too (tests/test_careless.py)
 def test_lab2_a_hook_given_the_gradient_is_named_with_the_hook_to_use(tmp_path):
     """param.register_hook instead of the post-accumulate hook: the hook gets a gradient,
     whose .grad is None; the failure shows the student's line and names the hook to use."""
@@ -645,6 +647,7 @@ def test_lab2_a_hook_given_the_gradient_is_named_with_the_hook_to_use(tmp_path):
     assert all(r["broadcast"]["diff"] == 0 for r in run.ranks)
 
 
+@pytest.mark.slow  # graded in the round trip too (tests/test_careless.py)
 def test_lab2_gradients_divided_before_the_all_reduce_lose_only_parity_saying_why(
     tmp_path,
 ):
@@ -1158,6 +1161,7 @@ LAB5_CRASHES = {  # name -> (old, new, where the run fails, the words that name 
 }
 
 
+@pytest.mark.slow  # graded in the round trip too (tests/test_careless.py)
 @pytest.mark.parametrize("mistake", sorted(LAB5_CRASHES))
 def test_lab5_a_crash_is_named_with_the_students_line_never_a_segfault(
     tmp_path, mistake
@@ -1176,6 +1180,7 @@ def test_lab5_a_crash_is_named_with_the_students_line_never_a_segfault(
         assert [len(r["steps"]) for r in run.ranks] == [1, 1, 1]
 
 
+@pytest.mark.slow  # graded in the round trip too (tests/test_careless.py)
 def test_lab5_gradients_never_averaged_or_never_waited_are_named_where_they_are(
     tmp_path,
 ):

@@ -177,6 +177,9 @@ def guarded(tmp_path, monkeypatch):
     monkeypatch.setattr(
         report_guard, "_state", {"codes": None, "globals": None, "written": {}}
     )
+    monkeypatch.setattr(
+        dist, "_reported", [None]
+    )  # another test's report, in this worker
     namespace = harness_globals()
     import zerobook
 

@@ -34,7 +34,13 @@ from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, tra
 from zerobook.freed import FreedCalls, guard_units
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps, describe
-from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import (
+    call_student,
+    push_mode,
+    forbid,
+    lab_params,
+    load_student,
+)
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.means import verdicts
 from zerobook.labs.student_state import roots
@@ -47,7 +53,7 @@ from zerobook.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
 from zerobook.zero3_record import torch_fsdp_used
 
 PARTS = ["train", "resume"]
-GUARD: list = [None]  # zerobook.freed.FreedCalls, for the whole run
+GUARD: list = [None]  # zerobook.freed.FreedCalls, once the student's ZeRO-3 is built
 # an instructor's own (zerobook.labs.harness.lab_params); and shorter runs for tests
 HIDDEN = lab_params(seed=0, steps=600, prefix=100, every=25, kill_at=50)
 SEED, STEPS, PREFIX = HIDDEN["seed"], HIDDEN["steps"], HIDDEN["prefix"]
@@ -152,8 +158,11 @@ class StudentZero3:
         }
         names = {id(p): name for name, p in model.named_parameters()}
         guard_units(units, names)  # weights freed too early: named, not a crash
+        if GUARD[0] is None:  # its gathers' copies checked too, from now on only
+            GUARD[0] = FreedCalls()
+            push_mode(GUARD[0])
         GUARD[0].names.learn({p: names[id(p)] for p in model.parameters()})
-        GUARD[0].on = True  # its gathers' copies checked too
+        GUARD[0].on = True
 
     def backward(self, loss):
         loss.backward()
@@ -255,14 +264,6 @@ def train_part(student, me, data, held_out, student_file: str) -> dict:
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    # on torch's mode stack from before the file's import (the modes the grader measures
-    # with) to the report; it checks only once the student's ZeRO-3 is built
-    with FreedCalls() as GUARD[0]:
-        graded(cli, me)
-
-
-def graded(cli, me) -> None:
-    """The part `cli.part` of the student's file, run and reported."""
     data, held_out = text.load()
     files = forbid(FORBIDDEN)
     refuse_torch_fsdp()
