@@ -4,6 +4,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from xdist_groups import pytest_collection_modifyitems  # noqa: F401 (xdist_group on pytest 9)
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ROOT / "tests" / "targets"

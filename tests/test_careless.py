@@ -261,6 +261,16 @@ CAPSTONE = {
 CORPUS = {"ddp": DDP, "zero3": ZERO3, "zero": ZERO, "capstone": CAPSTONE}
 
 
+def why(page: str) -> str:
+    """The page's lines that say why a run failed (a CI log shows no page): at most five."""
+    said = [
+        line.strip()[:300]
+        for line in page.splitlines()
+        if any(w in line for w in ("longer than", "failed", "killed", "Error"))
+    ]
+    return "the page says: " + " | ".join(said[:5]) if said else "the page says nothing"
+
+
 @pytest.fixture(
     scope="module",
     params=[  # one worker grades each class, for both tests (make test-grading: loadgroup)
@@ -295,7 +305,7 @@ def test_each_mistake_loses_its_parts_keeps_the_rest_and_is_named(graded):
             part: 0 if part in lost else points for part, points in POINTS[lab].items()
         }
         if scores != want:
-            wrong.append(f"{student}: scored {scores}, expected {want}")
+            wrong.append(f"{student}: scored {scores}, expected {want}; {why(page)}")
         wrong += [
             f"{student}: the feedback does not say {w!r}"
             for w in words

@@ -35,13 +35,14 @@ from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S, StepFailed, nb
 from zerobook.classroom.release import lab_names, release_lab
 from zerobook.classroom.watchdog import Watchdog
 from zerobook import run_cache, untrusted
+from zerobook.dist import DEFAULT_COLLECTIVE_TIMEOUT_S as COLLECTIVE_S
 from zerobook.grading import PART_TIMEOUT_ENV
 from zerobook.labs.harness import PARAMS_ENV
 
 HIDDEN = "hidden_params.json"  # labs/LAB/: the instructor's own values for the harness (never released)
 STATE = "grading_state.json"  # lab -> student -> digest of what was graded (submission + course notebook)
 MIN_PART_S = 45  # a launch's limit is never below this: above the collective timeout (30 s), which names a hang
-SLACK = 3  # x the reference's slowest launch on this machine
+SLACK = 3  # x the reference's slowest launch on this machine (+ a collective timeout: see lab_limits)
 CELL_SLACK_S = 30  # a test cell's own work beside its launches
 SUBMISSION_BYTES, SUBMISSION_FILES = 128 * 2**20, 1_000  # submitted/STUDENT/LAB at most
 
@@ -132,13 +133,13 @@ def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None,
 
 
 def lab_limits(labs: Path, root: Path, lab: str) -> dict:
-    """How long a launch and a test cell of `lab` may take on this machine: SLACK x the reference
-    solution's slowest launch (at least MIN_PART_S), and as many of those as the busiest test
-    cell launches, plus CELL_SLACK_S. The reference is timed by a clean run of the instructor's
-    notebook, once per version of it (cached in the course directory); it must pass."""
+    """How long a launch and a cell of `lab` may take here: SLACK x the reference's slowest launch
+    plus a collective timeout (a rank failing alone leaves its peers waiting that long), at least
+    MIN_PART_S; as many as the busiest cell launches, plus CELL_SLACK_S. The reference is timed by a
+    clean run of the instructor's notebook, once per version of it and of this rule (cached)."""
     cache, source = root / "limits.json", labs / lab / f"{lab}.ipynb"
     known = json.loads(cache.read_text()) if cache.exists() else {}
-    version = hashlib.sha256(source.read_bytes()).hexdigest()
+    version = hashlib.sha256(source.read_bytes() + b"+collective timeout").hexdigest()
     if known.get(lab, {}).get("version") == version:
         return known[lab]
     results = clean_run(labs, lab, source)
@@ -146,7 +147,7 @@ def lab_limits(labs: Path, root: Path, lab: str) -> dict:
     if "error" in results or failed:
         raise SystemExit(f"{lab}: the reference solution fails its own tests on this machine: {results.get('error') or failed}")
     per_launch = max(r["seconds"] / max(1, r["launches"]) for r in results.values())
-    part = max(MIN_PART_S, SLACK * per_launch)
+    part = max(MIN_PART_S, SLACK * per_launch + COLLECTIVE_S)
     cell = part * max(max(1, r["launches"]) for r in results.values()) + CELL_SLACK_S
     text = source.read_text()  # every launch in every cell: all of them may hang
     launches = text.count("run_part(") + text.count("run_shared(")
@@ -290,8 +291,7 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
     for (lab, student, d), outcome in zip(todo, outcomes):  # unchanged, a failure would fail again: --all retries
         state.setdefault(lab, {})[student] = d if not outcome.grader_error else None  # None: graded again
     (root / STATE).write_text(json.dumps(state, indent=1))
-    scores = root / "grades.csv"
-    export(root, scores)
+    export(root, scores := root / "grades.csv")
     failed = [(o.student, o.lab) for o in outcomes if o.failure]
     grades_csv.zero_rows(scores, failed)
     grades_csv.left_out(scores, [(o.student, o.lab) for o in outcomes if o.grader_error])
