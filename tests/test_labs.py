@@ -1202,7 +1202,8 @@ def test_lab5_gradients_never_averaged_or_never_waited_are_named_where_they_are(
 
 def test_a_lab_whose_run_fails_leads_its_error_with_the_students_line(tmp_path):
     """Lab 3 runs no steps of its own: a crash fails the launch, and the failure's first
-    line is the student's (file, line, function, source), then the error."""
+    line is the student's (file, line, function, source), then the case it failed on
+    (its size against N) and the error."""
     line = "        buffer = incoming[: parts[recv].numel()]\n"
     student = planted(
         tmp_path,
@@ -1216,4 +1217,7 @@ def test_a_lab_whose_run_fails_leads_its_error_with_the_students_line(tmp_path):
     first = str(caught.value).splitlines()[0]
     assert "failed: ring_allreduce_student.py, line " in first, first
     assert "in ring_all_reduce: `buffer = incoming[" in first, first
-    assert "RuntimeError: shape '[2, -1]' is invalid" in first, first
+    assert (
+        "RuntimeError: on a tensor of 1 float32 element, N = 3 (shorter than N" in first
+    )
+    assert "shape '[2, -1]' is invalid" in first, first

@@ -74,6 +74,21 @@ def ddp(exc, index, where, steps: list[dict], world_size: int = 3) -> str:
     return common(exc, world_size, where)
 
 
+def ring(size: int, world_size: int) -> str:
+    """Lab 3: what is special about a case the ring failed on (its size against N)."""
+    if size < world_size:
+        return (
+            f" (shorter than N: torch.chunk gives fewer than {world_size} pieces here; "
+            f"torch.tensor_split(tensor, {world_size}) gives {world_size}, some empty)"
+        )
+    if size % world_size:
+        return (
+            f" ({world_size} does not divide {size}: the chunks differ in size, so each "
+            "send and receive must use its own chunk's size)"
+        )
+    return ""
+
+
 def zero3(world_size: int):
     """Lab 5's hint(exc, step, where): weights freed before backward read them, else common."""
 

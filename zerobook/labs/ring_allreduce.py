@@ -10,13 +10,18 @@ collective, or ran an operation dist's functions did not record (a function take
 meter wrapped it: the process group's own count of its operations says so).
 """
 
+from contextlib import contextmanager
+
 import torch
 import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.comm import CommMeter
 from zerobook.inflight import every_group_count
+from zerobook.labs import hints
 from zerobook.labs.harness import call_student, forbid, load_student, parse_args, refuse
+from zerobook.labs.withhold import ForbiddenImport, Withheld
+from zerobook.report_guard import TamperError
 
 PARTS = ["correct", "bytes"]
 FORBIDDEN = ("zerobook.collectives",)  # the course's ring: what this lab grades
@@ -25,6 +30,11 @@ SIZES = [1, 7, 1001, 4096 + 3, 2**20]
 
 
 P2P = ("send", "isend", "recv", "irecv")
+UNNAMED = (
+    Withheld,
+    ForbiddenImport,
+    TamperError,
+)  # the course's own refusals, as they are
 
 
 def per_p2p_op(me: zb.Rank) -> int:
@@ -39,12 +49,28 @@ def per_p2p_op(me: zb.Rank) -> int:
     return (every_group_count() - before) // 2
 
 
+@contextmanager
+def named_case(tensor, world_size: int):
+    """An error of the student's ring, its message led by the case it failed on ("on a
+    tensor of 7 float32 elements, N = 3 (3 does not divide 7): ..."); same type and
+    traceback, so the launch's summary still leads with the student's line."""
+    try:
+        yield
+    except Exception as exc:
+        text = exc.args[0] if len(exc.args) == 1 else None
+        if isinstance(text, str) and str(exc) == text and not isinstance(exc, UNNAMED):
+            size, dtype = tensor.numel(), str(tensor.dtype).split(".")[-1]
+            exc.args = (f"on a tensor of {size} {dtype} element{'s' * (size != 1)}, N = {world_size}"
+                        f"{hints.ring(size, world_size)}: {text}",)  # fmt: skip
+        raise
+
+
 def ring_call(student, tensor, me: zb.Rank, step: int) -> CommMeter:
     """The student's ring_all_reduce(tensor), metered; it fails the part if it called a
     built-in collective, or ran an operation the meter did not see (a collective or a send
     taken before the meter was in place: the process group's own count says so)."""
     before = every_group_count()
-    with CommMeter() as meter:
+    with CommMeter() as meter, named_case(tensor, me.world_size):
         call_student(student, "ring_all_reduce", tensor)
     p2p = sum(event.op in P2P for event in meter.events)
     builtin = sorted({event.op for event in meter.events if event.op not in P2P})
