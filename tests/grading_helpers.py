@@ -23,7 +23,7 @@ def sandbox_or_not() -> list[str]:
 
 
 def run_grading(
-    *args, root, check: bool = True, env=None, labs=None
+    *args, root, check: bool = True, env=None, labs=None, timeout: int = 900
 ) -> subprocess.CompletedProcess:
     """`python -m zerobook.classroom ARGS --root ROOT` (what `make release` / `make grade`
     run), `env` added to its environment, `labs` the labs folder (default labs/); grade
@@ -43,7 +43,7 @@ def run_grading(
             str(root),
         ],
         cwd=ROOT,
-        timeout=900,
+        timeout=timeout,
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},

@@ -14,6 +14,7 @@ the mistake is in the DDP, which resuming does not use.
 import pytest
 
 from test_forgery import class_of, outcome, reference, replaced
+from test_capstone_lab import CLIP_SUM
 from test_grading_labs import POINTS
 from test_hostile import graded_class
 
@@ -258,7 +259,30 @@ CAPSTONE = {
         ],  # fmt: skip
     ),
 }
+CAPSTONE["norm_summed_backwards"] = (
+    (
+        "    for piece in pieces:\n" + CLIP_SUM,
+        "    for piece in reversed(pieces):\n" + CLIP_SUM,
+    ),
+    {
+        "test_curves",
+        "test_clip",
+    },  # trains as well: bytes, target, resume keep their points
+    ["summed in another order"],
+)
 CORPUS = {"ddp": DDP, "zero3": ZERO3, "zero": ZERO, "capstone": CAPSTONE}
+# The capstone's class leaves the reference out: its full marks are graded on their own
+# (test_grading_labs), and one more capstone submission costs ~5 min of a 2-core machine.
+BESIDE = sorted(set(CORPUS) - {"capstone"})
+LIMIT_S = {"capstone": 2400}  # the grading call of the class (default: 900 s)
+
+
+def labs(names):
+    """One worker grades each class, for every test of it (make test-grading: loadgroup)."""
+    return [
+        pytest.param(lab, marks=pytest.mark.xdist_group(f"careless_{lab}"))
+        for lab in names
+    ]
 
 
 def why(page: str) -> str:
@@ -266,34 +290,35 @@ def why(page: str) -> str:
     said = [
         line.strip()[:300]
         for line in page.splitlines()
-        if any(w in line for w in ("longer than", "failed", "killed", "Error"))
+        if any(w in line for w in ("longer than", "not checked", "killed", "Error:"))
+        and "{" not in line  # the page's style sheet
     ]
     return "the page says: " + " | ".join(said[:5]) if said else "the page says nothing"
 
 
-@pytest.fixture(
-    scope="module",
-    params=[  # one worker grades each class, for both tests (make test-grading: loadgroup)
-        pytest.param(lab, marks=pytest.mark.xdist_group(f"careless_{lab}"))
-        for lab in sorted(CORPUS)
-    ],
-)
+@pytest.fixture(scope="module")
 def graded(request, tmp_path_factory):
-    """One grading run of a lab's careless class, the reference among them."""
+    """One grading run of a lab's careless class, the reference among them (BESIDE)."""
     lab = request.param
     scripts = {
         name: replaced(reference(lab), *pairs)
         for name, (pairs, _, _) in CORPUS[lab].items()
     }
-    return lab, graded_class(tmp_path_factory, lab, class_of(lab, scripts), POINTS[lab])
+    notebooks = class_of(lab, scripts)
+    if lab not in BESIDE:
+        del notebooks["reference"]
+    limit = LIMIT_S.get(lab, 900)
+    return lab, graded_class(tmp_path_factory, lab, notebooks, POINTS[lab], limit)
 
 
+@pytest.mark.parametrize("graded", labs(BESIDE), indirect=True)
 def test_the_reference_keeps_full_marks_beside_the_careless(graded):
     lab, run = graded
     scores, _, _ = outcome(run, "reference")
     assert scores == POINTS[lab], scores
 
 
+@pytest.mark.parametrize("graded", labs(sorted(CORPUS)), indirect=True)
 def test_each_mistake_loses_its_parts_keeps_the_rest_and_is_named(graded):
     """Every student of the class at once: the first that differs is named."""
     lab, run = graded

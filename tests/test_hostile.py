@@ -604,9 +604,11 @@ def ddp_submissions() -> dict[str, str]:
     }
 
 
-def graded_class(tmp_path_factory, lab: str, submissions: dict, points: dict):
+def graded_class(
+    tmp_path_factory, lab: str, submissions: dict, points: dict, limit_s: int = 900
+):
     """One grading run of `submissions` (student -> notebook) of `lab`, in a course
-    directory of its own: (root, the grading's process, scores)."""
+    directory of its own, stopped after `limit_s`: (root, the grading's process, scores)."""
     from grading_helpers import sandbox_or_not
 
     if sandbox_or_not():
@@ -619,7 +621,7 @@ def graded_class(tmp_path_factory, lab: str, submissions: dict, points: dict):
         folder = root / "submitted" / student / lab
         folder.mkdir(parents=True)
         (folder / f"{lab}.ipynb").write_text(notebook)
-    done = run_grading("grade", "--jobs", "2", root=root, check=False)
+    done = run_grading("grade", "--jobs", "2", root=root, check=False, timeout=limit_s)
     return root, done, part_scores(root, lab, points)
 
 

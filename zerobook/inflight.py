@@ -13,9 +13,12 @@ before waiting or never waits gets a wrong gradient every time, not now and then
 sum itself is taken when the all-reduce is called (every rank calls its all-reduces in
 one order, as it must), so a run stays deterministic.
 
-The same holds for `reduce_scatter_tensor(output, input)` and
-`all_gather_into_tensor(output, input)` (ZeRO's collectives): the output keeps what it
-held until `wait()` copies the result in.
+For `reduce_scatter_tensor(output, input)` and `all_gather_into_tensor(output, input)`
+(ZeRO's collectives), whose output was allocated for the result (often uninitialized: what
+it held would differ from run to run), an asynchronous call fills the output with NaN until
+`wait()` copies the result in: reading it early, or never waiting, gives NaN every time.
+The input is read when the call is made, so an all-gather whose input is a piece of its
+own output (FSDP2's in-place layout) works.
 
 Events: [name, i, async_op] for the i-th held collective (name "all_reduce",
 "reduce_scatter_tensor" or "all_gather_into_tensor"; a copy of its input in `inputs[i]`,
@@ -191,6 +194,8 @@ class InFlight:
             if not async_op:
                 output.copy_(result)
                 return None
+            if output.is_floating_point():  # in flight: no part of it is defined yet
+                output.fill_(float("nan"))
             return Handle(self, index, output, result)
 
         call.__name__ = name

@@ -72,14 +72,15 @@ def check_parity(report: dict) -> list[str]:
     if p["step"] == 0:
         found.append(
             "no update has happened yet: the gathered weights are not the model's (a "
-            "gather's buffer read before its wait() holds whatever it held before)"
+            "gather's buffer read before its wait() holds NaN here: no part of it has "
+            "arrived)"
         )
     return found + unwaited(report) + check_groups(report)
 
 
 def unwaited(report: dict) -> list[str]:
     """Asynchronous reduce-scatters never waited on, in the first step that has any:
-    their output holds what it held before (zerobook.inflight)."""
+    their output holds NaN (zerobook.inflight)."""
     for s, step in enumerate(report["steps"]):
         events = step["events"]
         waited = {e[1] for e in events if e[0] == "wait"}
@@ -88,7 +89,8 @@ def unwaited(report: dict) -> list[str]:
         if units:
             return [
                 f"in step {s}, the gradients' reduce-scatter of {listed(units)} was "
-                "never waited on (async_op=True): its output holds what it held before; "
+                "never waited on (async_op=True): its output holds NaN here (no part of "
+                "it has arrived); "
                 "wait on each handle before you read its output"
             ]
     return []
