@@ -16,7 +16,6 @@ import functools
 import importlib.util
 import json
 import os
-import resource
 import select
 import signal
 import subprocess
@@ -35,6 +34,9 @@ from zerobook import witness, zygote
 from zerobook.rank_output import RankOutput
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
+WINDOWS = ("zb.torchrun starts ranks on Linux and macOS, not on Windows (no fork, no process groups, "
+           "gloo's Windows build is partial): use WSL2. In PowerShell: `wsl --install -d Ubuntu`, "
+           "restart, open Ubuntu, clone the course there and run `make install` (README: Where it runs)")
 RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchrun --run-path's
 PRELOAD_AND_RUN_TORCHRUN = ("import runpy; from zerobook import agent; agent.preload(); runpy.run_module("
                             "'torch.distributed.run', run_name='__main__', alter_sys=True)")  # = -m, preloaded
@@ -121,6 +123,8 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
     `wrap(argv, report_dir, environ)` returns the confined command and `set_limits()` bounds
     each process it starts; the launcher knows nothing more of it).
     """
+    if sys.platform == "win32":
+        raise LaunchError(WINDOWS)
     if nproc < 1:
         raise ValueError(f"zb.torchrun: nproc must be >= 1, got {nproc}")
     target = resolve_target(target)
@@ -158,6 +162,8 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
 def _children_cpu() -> float:
     """CPU seconds of the finished agents (torchrun, with the ranks it waited for): this process's
     children and its zygote's."""
+    import resource  # POSIX only: Windows stops in torchrun() first (WINDOWS)
+
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime + zygote.cpu_seconds()
 

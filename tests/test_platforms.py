@@ -1,0 +1,56 @@
+"""What runs outside Linux: the parts of the set-up a Mac or Windows meets first (issue 43)."""
+
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_make_counts_its_workers_where_python_has_no_sched_getaffinity(tmp_path):
+    """macOS's Python has no os.sched_getaffinity: make's worker count comes from
+    os.cpu_count() there (a Python without it, standing in for a Mac's, gives the count)."""
+    mac_python = tmp_path / "python3"
+    mac_python.write_text(
+        "#!/bin/sh\n"  # make runs $(PYTHON) -c CODE: CODE is $2
+        f'exec {sys.executable} -c "import os, sys; del os.sched_getaffinity; '
+        'exec(sys.argv[1])" "$2"\n'
+    )
+    mac_python.chmod(0o755)
+    shown = subprocess.run(
+        ["make", "-n", "-p", f"PYTHON={mac_python}", "test-quick"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    workers = [
+        line.split(":=")[1].strip()
+        for line in shown.stdout.splitlines()
+        if line.startswith("WORKERS :=")
+    ]
+    assert "Traceback" not in shown.stderr, shown.stderr
+    assert workers and workers[0].isdigit() and 2 <= int(workers[0]) <= 5, workers
+
+
+def test_on_windows_torchrun_stops_at_once_saying_use_wsl2_and_how():
+    """Windows has no `resource` module, no fork and no process groups: importing the
+    launcher works, and a launch stops before anything starts, naming WSL2 and its steps."""
+    code = (
+        "import sys, psutil  # psutil has its own Windows build\n"
+        "sys.modules['resource'] = None  # Windows has no resource module\n"
+        "import time, zerobook as zb, zerobook.launch\n"
+        "sys.platform = 'win32'  # after the imports: psutil refuses a platform it lacks\n"
+        "start = time.monotonic()\n"
+        "try:\n"
+        "    zb.torchrun('zerobook.runs.hello', nproc=2)\n"
+        "except zb.LaunchError as e:\n"
+        "    print(round(time.monotonic() - start, 2), e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    seconds, said = done.stdout.split(" ", 1)
+    assert float(seconds) < 1.0, seconds
+    assert "use WSL2" in said and "wsl --install" in said, said
