@@ -1,0 +1,24 @@
+"""make test's capstone: the instructor's solution on a 40-step schedule (hidden parameters,
+as tests/test_capstone_lab.py), read by every check but the target, which needs the full
+schedule. The instructor notebook itself, at full length (600 steps: minutes on 2 cores),
+runs in make test-grading's round trip (tests/test_grading_labs.py), which CI runs too."""
+
+import pytest
+
+from test_capstone_lab import launch, planted
+from zerobook import capstone_checks
+
+pytestmark = [pytest.mark.launch]
+
+
+def test_the_reference_trains_clips_keeps_its_share_and_resumes(tmp_path, monkeypatch):
+    student = planted(tmp_path, monkeypatch)
+    trained = launch(student, "train")
+    found = {
+        "curves": capstone_checks.curve_problems(trained),
+        "clip": capstone_checks.clip_problems(trained),
+        "kept": capstone_checks.kept_problems(trained),
+        "resume": capstone_checks.resume_problems(launch(student, "resume"), trained),
+    }
+    assert not any(found.values()), found
+    assert [len(r["runs"]["zero3"]["curve"]) for r in trained] == [40, 40, 40]
