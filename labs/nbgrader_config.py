@@ -30,4 +30,9 @@ c.Execute.timeout = (
     300  # a cell may launch two parts, each stopped after PART_TIMEOUT_S = 60 s
 )
 c.Execute.interrupt_on_timeout = True
+# Once a cell's reply has come, nbgrader waits this long for the rest of its output and, unlike
+# nbclient, fails the cell after it (raise_on_iopub_timeout). nbclient's 4 s let a cell that
+# printed 50 MB on a loaded 2-core machine end the submission "not graded" (its output still on
+# its way): the flood is cut in its feedback (zerobook.classroom.feedback), not by a clock.
+c.Execute.iopub_timeout = 60
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

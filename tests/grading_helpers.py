@@ -61,18 +61,20 @@ def source(lab: str) -> str:
 
 
 def round_trip(
-    root, submissions, labs, check: bool = True, labs_dir=None
+    root, submissions, labs, check: bool = True, labs_dir=None, jobs: int = 1
 ) -> subprocess.CompletedProcess:
     """Release `labs` into `root`, submit `submissions(root)` ({lab: {student: notebook}}), and
-    grade them all in one call (check: that every submission could be graded); return that call.
-    labs_dir: the labs folder (an instructor's private copy), default labs/."""
+    grade them all in one call, `jobs` submissions at once (check: that every submission could
+    be graded); return that call. labs_dir: the labs folder (an instructor's private copy),
+    default labs/."""
     run_grading("release", "--only", *labs, root=root, labs=labs_dir)
     for lab, notebooks in submissions(root).items():
         for student, notebook in notebooks.items():
             folder = root / "submitted" / student / lab
             folder.mkdir(parents=True)
             (folder / f"{lab}.ipynb").write_text(notebook)
-    return run_grading("grade", root=root, check=check, labs=labs_dir)
+    jobs_args = ("--jobs", str(jobs)) if jobs > 1 else ()
+    return run_grading("grade", *jobs_args, root=root, check=check, labs=labs_dir)
 
 
 def reference_and_release(labs):
