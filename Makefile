@@ -43,13 +43,14 @@ LABS_FOR_BOOK := $(PY) -m zerobook.classroom book
 # pytest with nbval (--nbval-lax: a cell that raises fails; outputs are not compared) and the
 # plugin that keeps each notebook nbval executed for the book (tests/nbcache.py); test files run in
 # parallel, one file (one notebook) per worker at a time, one worker more than there are cores:
-# some tests wait (a timeout, a hang being detected) and the extra worker uses those seconds.
+# some tests wait (a timeout, a hang being detected) and the extra worker uses those seconds;
+# the longest files first (tests/conftest.py: LONGEST_FIRST).
 # (The cores this process may use: os.sched_getaffinity where the OS has it, Linux; else
 # os.cpu_count(), as on macOS, whose Python has no sched_getaffinity.)
 WORKERS := $(shell $(PYTHON) -c "import os; f = getattr(os, 'sched_getaffinity', None); \
              print(min((len(f(0)) if f else os.cpu_count() or 1) + 1, 5))")
 PYTEST := $(PY) -m pytest -p tests.nbcache --nbval-lax --nbval-current-env \
-          --numprocesses=$(WORKERS) --dist loadfile
+          --numprocesses=$(WORKERS) --dist loadfile --no-loadscope-reorder
 PHASES := $(PY) tests/phases.py
 # Lab 0's instructor notebook runs once, as the reference submission of the grading round trip
 # (tests/test_grading.py: every cell ran, none failed, full marks), so nbval leaves it out. The

@@ -1,5 +1,6 @@
 """ZeRO's collectives held in flight (zerobook.inflight): an asynchronous reduce-scatter or
-all-gather leaves its output as it was until wait(), which puts the rank-order result in.
+all-gather holds NaN in its output until wait(), which puts the rank-order result in; an
+all-gather whose input is its own output's piece (FSDP2's in-place layout) works too.
 
 Reported by every rank: what each output held before and after wait(), and the events.
 """
@@ -25,11 +26,16 @@ with ordered_sums(), InFlight() as flight:
     work.wait()
     blocking = torch.zeros(2 * n)
     dist.all_gather_into_tensor(blocking, shard)
+    inplace = torch.zeros(2 * n)
+    inplace[2 * me.rank : 2 * me.rank + 2] = shard
+    own = inplace[2 * me.rank : 2 * me.rank + 2]
+    dist.all_gather_into_tensor(inplace, own, async_op=True).wait()
 zb.report(
     before_rs=before_rs,
     shard=shard.tolist(),
     before_ag=before_ag,
     gathered=gathered.tolist(),
     blocking=blocking.tolist(),
+    inplace=inplace.tolist(),
     events=flight.events,
 )
