@@ -1,9 +1,20 @@
 """What runs outside Linux: the parts of the set-up a Mac or Windows meets first (issue 43)."""
 
+import os
 import subprocess
 import sys
 
 from conftest import ROOT
+
+
+def without_make_flags() -> dict:
+    """This environment without what an outer make passes on (`make test WORKERS=4` puts
+    WORKERS=4 in MAKEFLAGS, which would set it in the make this test runs)."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
+    }
 
 
 def test_make_counts_its_workers_where_python_has_no_sched_getaffinity(tmp_path):
@@ -18,7 +29,7 @@ def test_make_counts_its_workers_where_python_has_no_sched_getaffinity(tmp_path)
     mac_python.chmod(0o755)
     shown = subprocess.run(
         ["make", "-n", "-p", f"PYTHON={mac_python}", "test-quick"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env=without_make_flags(),
     )  # fmt: skip
     workers = [
         line.split(":=")[1].strip()
