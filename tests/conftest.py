@@ -1,5 +1,6 @@
 """Shared fixtures: where the repository is, and a guard that no test leaves a process behind."""
 
+from collections import Counter
 from pathlib import Path
 
 import psutil
@@ -27,18 +28,13 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     """Files in LONGEST_FIRST's order, then by their number of items (most first)."""
-    file_of = {id(item): item.nodeid.split("::")[0] for item in items}
-    count = {}
-    for path in file_of.values():
-        count[path] = count.get(path, 0) + 1
+    file_of = lambda item: item.nodeid.split("::")[0]  # noqa: E731
+    count = Counter(map(file_of, items))
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(
-        key=lambda item: (
-            rank.get(file_of[id(item)], len(rank)),
-            -count[file_of[id(item)]],
-            file_of[id(item)],
-        )
-    )  # stable: a file's items keep their order
+        key=lambda i: (rank.get(file_of(i), len(rank)), -count[file_of(i)], file_of(i))
+    )
+    # stable: a file's items keep their order
 
 
 def processes_running(marker: str) -> list[psutil.Process]:
