@@ -16,6 +16,7 @@ TARGETS = ROOT / "tests" / "targets"
 LONGEST_FIRST = (
     "tests/test_grading.py",
     "tests/test_launch.py",
+    "tests/test_launch_fresh.py",
     "tests/test_capstone_short.py",
     "labs/fsdp2/fsdp2.ipynb",
     "chapters/scaling_out.ipynb",
@@ -49,6 +50,20 @@ def processes_running(marker: str) -> list[psutil.Process]:
         except psutil.Error:
             pass
     return found
+
+
+def where_wait_forever_waits(script: Path) -> list[str]:
+    """What a timed-out run of tests/targets/wait_forever.py says of where each rank was: rank 0
+    in its all_reduce, rank 1 in its sleep (their lines of the script)."""
+    lines = script.read_text().splitlines()
+    reduce, sleep = (
+        1 + next(i for i, line in enumerate(lines) if what in line)
+        for what in ("dist.all_reduce(", "time.sleep(")
+    )
+    return [
+        f"rank 0: {script.name}:{reduce} in <module>",
+        f"rank 1: {script.name}:{sleep} in <module>",
+    ]
 
 
 @pytest.fixture

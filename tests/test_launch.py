@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 import zerobook as zb
-from conftest import ROOT, processes_running
+from conftest import ROOT, processes_running, where_wait_forever_waits
 
 pytestmark = (
     pytest.mark.launch
@@ -169,34 +169,36 @@ def test_mismatched_collectives_fail_fast_naming_them(unique_target, mode, ops):
     assert processes_running(str(script)) == []
 
 
-def test_a_rank_that_never_arrives_fails_within_a_minute_naming_the_collective(
-    unique_target,
-):
-    script = unique_target("wait_forever.py")
+def never_arrives(script: Path, **launch) -> None:
+    """Rank 1 never reaches rank 0's all_reduce: the run fails within a minute, naming it."""
     start = time.monotonic()
     with pytest.raises(zb.LaunchError) as caught:
-        zb.torchrun(script, nproc=2, echo=False)  # default collective timeout
+        zb.torchrun(script, nproc=2, echo=False, **launch)
     assert time.monotonic() - start < 60
     assert "stuck in all_reduce" in str(caught.value).splitlines()[0]
     assert processes_running(str(script)) == []
 
 
-def test_the_whole_run_timeout_stops_every_rank_saying_where_each_one_was(
-    unique_target,
-):
-    script = unique_target("wait_forever.py")
+def times_out(script: Path) -> None:
+    """The whole run's timeout: every rank stopped, and where each one was is said."""
     with pytest.raises(zb.LaunchError, match="timed out") as caught:
         zb.torchrun(script, nproc=2, timeout=20, collective_timeout=600, echo=False)
     assert processes_running(str(script)) == []
-    message, name = str(caught.value), Path(script).name
-    lines = Path(script).read_text().splitlines()
-    reduce, sleep = (
-        1 + next(i for i, line in enumerate(lines) if what in line)
-        for what in ("dist.all_reduce(", "time.sleep(")
-    )
-    assert f"rank 0: {name}:{reduce} in <module>" in message  # its all_reduce, waiting
-    assert f"rank 1: {name}:{sleep} in <module>" in message  # its sleep
+    message = str(caught.value)
+    assert all(where in message for where in where_wait_forever_waits(script))
     assert "ranks [0] were waiting in a collective" in message
+
+
+def test_a_rank_that_never_arrives_fails_within_a_minute_naming_the_collective(
+    unique_target,
+):
+    never_arrives(unique_target("wait_forever.py"))  # the default collective timeout
+
+
+def test_the_whole_run_timeout_stops_every_rank_saying_where_each_one_was(
+    unique_target,
+):
+    times_out(unique_target("wait_forever.py"))
 
 
 def test_two_launches_at_once_both_succeed():
@@ -215,53 +217,52 @@ def test_two_launches_at_once_both_succeed():
     assert all(r is not None and [x["total"] for x in r.ranks] == [1] for r in results)
 
 
-def test_interrupt_kills_the_whole_run(unique_target):
-    script = unique_target("wait_forever.py")
+def notebook_launching(script: Path, tmp_path: Path, least: int) -> subprocess.Popen:
+    """A process standing for a notebook's kernel, launching `script` on two ranks; returned
+    once the ranks are up and at least `least` processes of the run are seen. Its run's folder
+    is made in `tmp_path` (a killed kernel cannot remove it), and an interrupt raises
+    KeyboardInterrupt as in a Jupyter kernel (pytest-xdist's workers ignore SIGINT, and a child
+    would inherit that); it prints what Jupyter shows of a LaunchInterrupted."""
     code = (
         f"import zerobook as zb\ntry:\n    zb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)\n"
         "except zb.launch.LaunchInterrupted as stop:\n    print('SHOWN:', stop._render_traceback_())\n    raise"
     )
-    # pytest-xdist's workers ignore SIGINT, and a child would inherit that: restore the default,
-    # as in a Jupyter kernel, where an interrupt raises KeyboardInterrupt
-    parent = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
-    )
-    for line in parent.stdout:  # wait until the ranks are up
-        if "[zerobook] backend=" in line:
-            break
-    time.sleep(1)
-    assert len(processes_running(str(script))) >= 3  # torchrun and its two ranks
-    parent.send_signal(signal.SIGINT)  # what a Jupyter kernel interrupt sends
-    rest = parent.communicate(timeout=30)[0]
-    assert parent.returncode != 0
-    assert processes_running(str(script)) == []
-    # Jupyter shows one line (the exception's _render_traceback_), not launch.py's internals
-    assert f"SHOWN: ['interrupted: stopped all 2 ranks of {script}']" in rest
-
-
-def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target, tmp_path):
-    """SIGKILL runs no cleanup in the notebook's process: its zygote, the agent and the ranks
-    go anyway (zerobook.lifetime: parent-death signals; the zygote reads its socket's end).
-    Its run's folder cannot be removed by it: it is made in this test's own temporary
-    folder, not the system's."""
-    script = unique_target("wait_forever.py")
-    code = f"import zerobook as zb\nzb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)"
     parent = subprocess.Popen(
         [sys.executable, "-c", code],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
         env=dict(os.environ, TMPDIR=str(tmp_path)),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
     )
     for line in parent.stdout:  # wait until the ranks are up
         if "[zerobook] backend=" in line:
             break
     time.sleep(1)
-    assert len(processes_running(str(script))) >= 3  # torchrun and its two ranks
+    assert len(processes_running(str(script))) >= least
+    return parent
+
+
+def interrupted(parent: subprocess.Popen, script: Path) -> None:
+    """A Jupyter kernel interrupt (SIGINT) stops every process, and Jupyter shows one line (the
+    exception's _render_traceback_), not launch.py's internals."""
+    parent.send_signal(signal.SIGINT)
+    rest = parent.communicate(timeout=30)[0]
+    assert parent.returncode != 0
+    assert processes_running(str(script)) == []
+    assert f"SHOWN: ['interrupted: stopped all 2 ranks of {script}']" in rest
+
+
+def test_interrupt_kills_the_whole_run(unique_target, tmp_path):
+    script = unique_target("wait_forever.py")
+    interrupted(notebook_launching(script, tmp_path, 3), script)  # torchrun, two ranks
+
+
+def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target, tmp_path):
+    """SIGKILL runs no cleanup in the notebook's process: its zygote, the agent and the ranks
+    go anyway (zerobook.lifetime: parent-death signals; the zygote reads its socket's end)."""
+    script = unique_target("wait_forever.py")
+    parent = notebook_launching(script, tmp_path, 3)  # torchrun and its two ranks
     family = psutil.Process(parent.pid).children(recursive=True)
     assert any("zygote_main" in " ".join(p.cmdline()) for p in family)  # and its zygote
     parent.kill()

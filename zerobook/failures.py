@@ -1,10 +1,10 @@
 """How a launched run failed, in words: the rank that failed first, and why.
 
 A rank that raised leaves a timestamped record (zerobook.dist.record_failure); one killed by a
-signal cannot, but its watcher records the signal (zerobook.rank_entry); a rank that only lost
-its peer is a consequence, not a cause. `raise_if_failed` turns that into one LaunchError naming
-the rank, with its traceback or last lines; mismatched or stuck collectives are named
-(`explain`).
+signal cannot, but its watcher records the signal (zerobook.rank_entry, zerobook.rank_fresh); a
+rank that only lost its peer is a consequence, not a cause. `raise_if_failed` turns that into one
+LaunchError naming the rank, with its traceback or last lines; mismatched or stuck collectives
+are named (`explain`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ TAIL_LINES = 25
 # the most the launcher reads of a rank's report, failure or signal record, finish mark
 REPORT_BYTES, RECORD_BYTES, DONE_BYTES = 64 * 2**20, 2**20, 1_024
 MAX_RECORDS = 1_024  # failure (or signal) records read: one per rank
-LOST_PEER = re.compile(
-    r"Connection (closed|reset) by peer"
-)  # a consequence of another rank's failure
+# a consequence of another rank's failure
+LOST_PEER = re.compile(r"Connection (closed|reset) by peer")
 
 
 class LaunchInterrupted(KeyboardInterrupt):
@@ -239,6 +238,7 @@ LIBRARY = (
     "/threading.py",
     "runpy",
     "/zerobook/rank_entry.py",
+    "/zerobook/lifeline.py",  # a fresh rank's thread that watches for its watcher's end
     "/site-packages/",
     "/multiprocessing/",  # a forked rank's stack holds torchrun's agent's frames below its own
 )

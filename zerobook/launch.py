@@ -4,11 +4,14 @@
     result.ranks[2]["total"]
 
 Runs `sys.executable -m torch.distributed.run --standalone --nproc-per-node N` with
-OMP_NUM_THREADS=1; torchrun forks the ranks from its agent (`--start-method fork --run-path
-zerobook/rank_entry.py`: zerobook.rank_entry says why), and the agent is forked from this
-process's zygote, which has imported torch once (zerobook.zygote says when); streams each
-rank's output live, tagged `[rankR]`, and returns what each rank passed to `zb.report`. Any failure raises `LaunchError` naming the rank that failed first; no
-process of the run outlives the call (a crash, a timeout and Ctrl-C included).
+OMP_NUM_THREADS=1, starting the ranks one of two ways (zerobook.start_method): on Linux torchrun
+forks them from its agent (`--start-method fork --run-path zerobook/rank_entry.py`:
+zerobook.rank_entry says why), and the agent is forked from this process's zygote, which has
+imported torch once (zerobook.zygote says when); elsewhere (or with ZEROBOOK_START=fresh) each
+rank is a new interpreter under a watcher (zerobook.rank_fresh). Streams each rank's output
+live, tagged `[rankR]`, and returns what each rank passed to `zb.report`. Any failure raises
+`LaunchError` naming the rank that failed first; no process of the run outlives the call (a
+crash, a timeout and Ctrl-C included: zerobook.run_processes).
 """
 from __future__ import annotations
 
@@ -29,17 +32,19 @@ from pathlib import Path
 from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
 from zerobook.failures import (LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
                                raise_if_unfinished, run_file, timeout_message)
-from zerobook.lifetime import RANK_NAME, die_with_parent
-from zerobook import witness, zygote
+from zerobook.lifetime import die_with_parent
+from zerobook import run_processes, start_method, witness, zygote
 from zerobook.rank_output import RankOutput
 
-RUN_ID_ENV = "ZEROBOOK_RUN_ID"
+RUN_ID_ENV = run_processes.RUN_ID_ENV
 WINDOWS = ("zb.torchrun starts ranks on Linux and macOS, not on Windows (no fork, no process groups, "
            "gloo's Windows build is partial): use WSL2. In PowerShell: `wsl --install -d Ubuntu`, "
            "restart, open Ubuntu, clone the course there and run `make install` (README: Where it runs)")
 RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchrun --run-path's
 PRELOAD_AND_RUN_TORCHRUN = ("import runpy; from zerobook import agent; agent.preload(); runpy.run_module("
                             "'torch.distributed.run', run_name='__main__', alter_sys=True)")  # = -m, preloaded
+FRESH_AGENT = ("import runpy; from zerobook import lifeline; lifeline.hold_agent(); runpy.run_module("
+               "'torch.distributed.run', run_name='__main__', alter_sys=True)")  # = -m, held
 MAX_PENDING_BYTES = 1 << 16  # of a line not ended yet; a longer one is passed on in pieces
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
 PER_RUN = {REPORT_DIR_ENV, RUN_ID_ENV, TIMEOUT_ENV, "TMPDIR", "PYTEST_CURRENT_TEST"}  # read as a run starts
@@ -86,12 +91,17 @@ def resolve_target(target: str | os.PathLike) -> str:
     return text
 
 
-def torchrun_command(target: str, nproc: int, args, log_dir: str, max_restarts: int = 0) -> list[str]:
-    """torchrun's main in this interpreter (never a PATH binary), whose agent forks the ranks."""
+def torchrun_command(target: str, nproc: int, args, log_dir: str, max_restarts: int = 0,
+                     start: str = start_method.FORK) -> list[str]:
+    """torchrun's main in this interpreter (never a PATH binary): its agent forks the ranks
+    (`fork`), or starts each as `python -u -m zerobook.rank_fresh TARGET ...` (`fresh`)."""
     restarts = [f"--max-restarts={max_restarts}"] if max_restarts else []
-    return [sys.executable, "-c", PRELOAD_AND_RUN_TORCHRUN, "--standalone",
-            f"--nproc-per-node={nproc}", *restarts, "--tee=3", f"--log-dir={log_dir}",
-            "--start-method=fork", "--run-path", RANK_ENTRY, target, *[str(a) for a in args]]
+    common = ["--standalone", f"--nproc-per-node={nproc}", *restarts, f"--log-dir={log_dir}"]
+    rest = [target, *[str(a) for a in args]]
+    if start == start_method.FRESH:
+        return [sys.executable, "-c", FRESH_AGENT, *common, "--module", "zerobook.rank_fresh", *rest]
+    return [sys.executable, "-c", PRELOAD_AND_RUN_TORCHRUN, *common, "--tee=3",
+            "--start-method=fork", "--run-path", RANK_ENTRY, *rest]
 
 
 def run_env(report_dir: str, run_id: str, debug: bool, collective_timeout, extra) -> dict:
@@ -128,11 +138,13 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
     if nproc < 1:
         raise ValueError(f"zb.torchrun: nproc must be >= 1, got {nproc}")
     target = resolve_target(target)
+    start = start_method.FORK if sandbox is not None else start_method.chosen()  # grading: Linux
     extra = dict(env or {}, **({BACKEND_ENV: backend} if backend else {}))
     with tempfile.TemporaryDirectory(prefix="zerobook-run-") as report_dir:
         run_id = uuid.uuid4().hex
-        command = torchrun_command(target, nproc, args, os.path.join(report_dir, "logs"), max_restarts)
-        start, cpu = time.monotonic(), _children_cpu()
+        command = torchrun_command(target, nproc, args, os.path.join(report_dir, "logs"),
+                                   max_restarts, start)
+        began, cpu = time.monotonic(), _children_cpu()
         stream = RankOutput(echo)
         tokens = issue_tokens(report_dir, nproc, max_restarts + 1)
         watchers = issue_tokens(report_dir, nproc, max_restarts + 1, name=".wtoken")
@@ -144,11 +156,12 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
             os.mkdir(environment["TMPDIR"])
         limits = sandbox.set_limits if sandbox is not None else None
         try:
-            _run(command, environment, run_id, start + timeout, stream, target, limits)
+            _run(command, environment, (report_dir, run_id, sandbox is not None), began + timeout,
+                 stream, target, limits)
         except KeyboardInterrupt:  # _run has stopped every process: say so in one line
             raise LaunchInterrupted(f"interrupted: stopped all {nproc} ranks of {target}") from None
         finally:
-            seconds = time.monotonic() - start
+            seconds = time.monotonic() - began
             _log_launch(target, nproc, args, seconds, _children_cpu() - cpu)
         if not (max_restarts and stream.returncode == 0):  # a recovered run's failures are history
             raise_if_failed(report_dir, stream, target)
@@ -181,28 +194,37 @@ def _log_launch(target: str, nproc: int, args, seconds: float, cpu: float) -> No
             pass
 
 
-def _run(command, env, run_id, deadline, stream, target, limits=None) -> None:
+def _run(command, env, run, deadline, stream, target, limits=None) -> None:
     """Start torchrun, stream its output until it exits; always leave no process behind.
+    run: (its folder, its id, sandboxed?), to find its processes (zerobook.run_processes).
     limits: called in the child before it runs (a sandbox's per-process limits)."""
     proc = _start(command, env, limits)
     try:
         _pump(proc, deadline, stream)
     except _TimedOut:
-        _dump_stacks(run_id, proc, stream)
+        run_processes.ask_where(*run)  # each rank prints its stacks: read them for 1.5 s
+        try:
+            _pump(proc, time.monotonic() + 1.5, stream)
+        except _TimedOut:
+            pass
         raise LaunchError(timeout_message(target, stream), log="\n".join(stream.log)) from None
     finally:
-        kill_run(run_id, proc)
+        run_processes.stop(proc, *run)
         proc.stdout.close()
     stream.returncode = proc.returncode
 
 
 def _start(command, env, limits):
     """torchrun's agent: forked from this process's zygote (torch already imported) where the
-    command is torchrun's own and runs outside any sandbox, else started as the command."""
+    command is torchrun's own and runs outside any sandbox, else started as the command. On the
+    fresh path nothing is forked in between (no preexec_fn: the agent holds on itself)."""
     if limits is None and command[:3] == [sys.executable, "-c", PRELOAD_AND_RUN_TORCHRUN]:
         agent = zygote.start(command, env, PER_RUN)
         if agent is not None:
             return agent
+    if command[:3] == [sys.executable, "-c", FRESH_AGENT]:
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True,
                             preexec_fn=functools.partial(_agent_preexec, os.getpid(), limits))
@@ -219,23 +241,6 @@ def _agent_preexec(parent: int, limits) -> None:
 
 class _TimedOut(Exception):
     pass
-
-
-def _dump_stacks(run_id: str, proc: subprocess.Popen, stream, wait: float = 1.5) -> None:
-    """Ask every rank of a timed-out run where it is (SIGUSR1: faulthandler prints each thread's
-    Python stack, zerobook.rank_entry registered it), and read what they print for `wait` s."""
-    import psutil
-
-    for p in psutil.process_iter():
-        try:
-            if _belongs(p, run_id) and p.name() == RANK_NAME.decode():
-                p.send_signal(signal.SIGUSR1)  # a rank: forked from the agent, named by rank_entry
-        except Exception:  # noqa: BLE001 - gone meanwhile
-            pass
-    try:
-        _pump(proc, time.monotonic() + wait, stream)
-    except _TimedOut:
-        pass
 
 
 def _pump(proc: subprocess.Popen, deadline: float, stream: "RankOutput") -> None:
@@ -257,33 +262,3 @@ def _pump(proc: subprocess.Popen, deadline: float, stream: "RankOutput") -> None
     if pending:
         stream.add(pending.decode(errors="replace"))
     proc.wait()
-
-
-def kill_run(run_id: str, proc: subprocess.Popen, grace: float = 3.0) -> None:
-    """Stop torchrun and every process started for this run (ranks live in their own sessions)."""
-    import psutil
-
-    family = [p for p in psutil.process_iter() if _belongs(p, run_id)]
-    if proc.poll() is None:
-        family.append(psutil.Process(proc.pid))
-    for p in family:
-        _signal(p, signal.SIGTERM)
-    _, alive = psutil.wait_procs(family, timeout=grace)
-    for p in alive:
-        _signal(p, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=grace)
-    proc.wait()
-
-
-def _belongs(process, run_id: str) -> bool:
-    try:
-        return process.environ().get(RUN_ID_ENV) == run_id
-    except Exception:  # noqa: BLE001 - gone, a zombie, or not ours to read
-        return False
-
-
-def _signal(process, sig) -> None:
-    try:
-        process.send_signal(sig)
-    except Exception:  # noqa: BLE001 - it may have exited meanwhile
-        pass

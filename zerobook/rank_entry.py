@@ -34,7 +34,7 @@ import sys
 import traceback
 import warnings
 
-from zerobook import graded_rank, witness
+from zerobook import graded_rank, lifeline, witness
 from zerobook.lifetime import die_with_parent, name_rank
 from zerobook.dist import (
     REPORT_DIR_ENV,
@@ -142,12 +142,19 @@ def fresh_signals() -> None:
 
 
 PASSED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+STARTED_FRESH = (
+    "--started-fresh"  # started by its watcher (zerobook.rank_fresh), not forked
+)
 
 
 def main(argv: list[str]) -> None:
     """Fork the rank from a watcher: the rank runs TARGET, the watcher waits for it."""
     if not argv:
         sys.exit("usage: python -m zerobook.rank_entry TARGET [ARGS...]")
+    if argv[0] == STARTED_FRESH:  # a new interpreter: its watcher is its parent
+        forget_failure()
+        lifeline.hold(lifeline.kill_self)
+        run_rank(argv[1:])
     fresh_signals()
     die_with_parent(signal.SIGKILL)  # torchrun's agent killed outright: nobody stops us
     forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
@@ -170,6 +177,7 @@ def watch(child: int, read_fd: int) -> None:
     often a peer that merely lost this one); a clean end returns."""
     folder, rank = os.environ.get(REPORT_DIR_ENV), this_rank()
     attempt = env_int("TORCHELASTIC_RESTART_COUNT", 0)
+    lifeline.note_pid("watcher")
     token = (
         witness.take_token(folder, rank, attempt) if folder else None
     )  # after the fork
@@ -201,6 +209,7 @@ def watch(child: int, read_fd: int) -> None:
 def run_rank(argv: list[str]) -> None:
     """Run TARGET as this rank; leave by os._exit, recording any failure first."""
     name_rank()
+    lifeline.note_pid("rank")
     token = take_token()  # first: the target's code must not find it
     if (
         graded_rank.wanted()

@@ -1,0 +1,41 @@
+"""Lab 0 and the launching chapter, run as a macOS student runs them: every rank a fresh process
+(ZEROBOOK_START=fresh, zerobook.start_method), from a folder outside the course's clone. Each
+cell must run without an error, and the ranks' lines must reach the notebook tagged."""
+
+import shutil
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from conftest import ROOT
+from zerobook import start_method
+
+pytestmark = pytest.mark.launch
+
+NOTEBOOKS = {  # a notebook, and lines its ranks print (tagged by the launcher)
+    "labs/setup_check/setup_check.ipynb": ["[rank0] [zerobook] backend=gloo"],
+    "chapters/launching.ipynb": [
+        f"[rank{r}] contributed {r + 1}, all" for r in range(4)
+    ],
+}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_the_notebook_runs_with_fresh_ranks(notebook, tmp_path, monkeypatch):
+    monkeypatch.setenv(
+        start_method.START_ENV, start_method.FRESH
+    )  # the kernel inherits it
+    path = tmp_path / (ROOT / notebook).name
+    shutil.copy(ROOT / notebook, path)
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb, timeout=300, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    shown = "".join(
+        out.get("text", "")
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+    )
+    assert all(line in shown for line in NOTEBOOKS[notebook]), shown[:2000]
