@@ -26,7 +26,12 @@ instructor: $(STAMP)
 
 # torch is installed only when the environment has none (pinned then: an unpinned torch pulls
 # gigabytes of CUDA packages); a GPU host's own torch is kept (README: "GPU hosts").
+# (Python's version is checked before anything is downloaded: macOS's own python3 is 3.9.)
 $(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c "import sys; sys.exit(0 if sys.version_info >= (3, 10) else \
+	  'The course needs Python >= 3.10 (torch 2.13 does too); $(PYTHON) is ' + \
+	  sys.version.split()[0] + ': install a newer one (python.org; on macOS ' + \
+	  'brew install python@3.12) and run make PYTHON=python3.12')"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet $(TORCH)
 	$(PY) -m pip install --quiet -r requirements.txt

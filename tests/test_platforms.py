@@ -65,3 +65,40 @@ def test_on_windows_torchrun_stops_at_once_saying_use_wsl2_and_how():
     seconds, said = done.stdout.split(" ", 1)
     assert float(seconds) < 1.0, seconds
     assert "use WSL2" in said and "wsl --install" in said, said
+
+
+def test_make_stops_before_downloading_anything_on_a_python_older_than_310(tmp_path):
+    """macOS's own python3 is 3.9, which torch 2.13 does not support: make says so and what
+    to do, before it makes a virtual environment."""
+    old_python = tmp_path / "python3"
+    old_python.write_text(
+        "#!/bin/sh\n"  # stands for Python 3.9.6: make runs $(PYTHON) -c CODE first
+        f'exec {sys.executable} -c "import sys; sys.version_info = (3, 9, 6); '
+        'sys.version = \'3.9.6\'; exec(sys.argv[1])" "$2"\n'
+    )
+    old_python.chmod(0o755)
+    venv = tmp_path / "venv"
+    done = subprocess.run(
+        ["make", "install", f"PYTHON={old_python}", f"VENV={venv}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env=without_make_flags(),
+    )  # fmt: skip
+    assert done.returncode != 0 and not venv.exists()
+    assert "needs Python >= 3.10" in done.stderr and "is 3.9.6" in done.stderr, (
+        done.stderr
+    )
+
+
+def test_the_workflows_are_valid_github_actions_workflows():
+    """The platforms workflow (Linux, macOS, Windows) has not run on GitHub's runners from here:
+    it is checked against GitHub's workflow schema (check-jsonschema's copy, offline)."""
+    workflows = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+    assert {p.name for p in workflows} >= {"platforms.yml", "pages.yml"}
+    done = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+         "vendor.github-workflows", *map(str, workflows)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (ROOT / ".github" / "workflows" / "platforms.yml").read_text()
+    for runner in ("ubuntu-24.04", "macos-14", "windows-latest"):
+        assert runner in text
