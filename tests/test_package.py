@@ -74,6 +74,9 @@ NOTEBOOK_SIDE = {
     "zerobook.grading",
     "zerobook.cluster",
     "zerobook.run_cache",
+    "zerobook.run_processes",
+    "zerobook.doctor",
+    "zerobook.__main__",
 } | CLASSROOM
 
 
@@ -293,3 +296,101 @@ def test_every_module_stays_under_300_lines():
         if (n := len(p.read_text().splitlines())) > 300
     }
     assert not long
+
+
+def _top_imports(source: str) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _requirements_closure(names: list[str]) -> set[str]:
+    """The distributions `names` bring, with everything they require (installed ones)."""
+    import re
+    from importlib import metadata
+
+    seen, todo = set(), [re.split(r"[<>=!~\[; ]", n)[0].lower() for n in names]
+    while todo:
+        name = todo.pop().replace("_", "-")
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        todo += [
+            re.split(r"[<>=!~\[; (]", r)[0].lower()
+            for r in requires
+            if "extra ==" not in r
+        ]
+    return seen
+
+
+def test_pip_install_brings_what_the_chapters_labs_and_package_import_at_run_time():
+    """A Colab student runs `pip install` of the course, nothing else: pyproject's dependencies
+    (and what they bring) cover every module a notebook or the package's student side imports,
+    torch aside (a host keeps its own). The book's `glue` goes through zerobook.glue."""
+    import json
+    import tomllib
+    from importlib import metadata
+
+    sources = [
+        "".join(c["source"])
+        for nb in [*ROOT.glob("chapters/*.ipynb"), *ROOT.glob("labs/*/*.ipynb")]
+        for c in json.loads(nb.read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
+    sources = [
+        "\n".join(
+            line for line in s.splitlines() if not line.lstrip().startswith(("%", "!"))
+        )
+        for s in sources
+    ]
+    modules = [p for p in PACKAGE.rglob("*.py") if "classroom" not in p.parts]
+    optional = [p.name for p in modules if "myst_nb" in _top_imports(p.read_text())]
+    assert optional == [
+        "glue.py"
+    ]  # the book's MyST-NB: only zerobook.glue, which can do without
+    sources += [p.read_text() for p in modules if p.name != "glue.py"]
+    imported = set().union(*map(_top_imports, sources))
+    third_party = (
+        imported - set(sys.stdlib_module_names) - {"zerobook", "torch", "__future__"}
+    )
+    providers = metadata.packages_distributions()
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    brought = _requirements_closure(pyproject["project"]["dependencies"])
+    missing = {
+        m: providers.get(m)
+        for m in third_party
+        if not {d.lower().replace("_", "-") for d in providers.get(m, [m])} & brought
+    }
+    assert missing == {}, f"imported at run time, not brought by pip install: {missing}"
+
+
+def test_glue_shows_a_value_without_myst_nb_and_keeps_it_for_the_book_with_it(
+    monkeypatch,
+):
+    """Colab has no MyST-NB: a chapter's glue() displays only what it is asked to."""
+    from IPython import display as ipython_display
+
+    from zerobook.glue import glue
+
+    shown = []
+    monkeypatch.setattr(ipython_display, "display", lambda *a, **k: shown.append(a))
+    monkeypatch.setattr("myst_nb.ext.glue.ipy_display", lambda *a, **k: shown.append(k))
+    monkeypatch.setitem(
+        sys.modules, "myst_nb", None
+    )  # import myst_nb raises ImportError
+    glue("hidden", 1, display=False)
+    glue("shown", 2)
+    assert shown == [(2,)]
+    monkeypatch.delitem(sys.modules, "myst_nb")
+    glue("for_the_book", 3, display=False)  # MyST-NB's own glue, which the book reads
+    assert shown[1]["metadata"]["scrapbook"]["name"] == "for_the_book"

@@ -46,6 +46,9 @@ SUBMODULES = {
     "widgets",
     "grading",
     "cluster",
+    "saved",
+    "glue",
+    "doctor",
 }
 ATTRIBUTES = {  # name -> the module it comes from
     "Rank": "zerobook.dist",

@@ -1,12 +1,13 @@
 """`python -m zerobook doctor`: what this machine will do with the course, and what it will not.
+What a Mac would be told, by this module's logic (no Mac has run it here):
 
-    platform    macOS 14.5 (arm64)
+    platform    Darwin 23.5.0 (arm64)
     python      3.11.7: fine (the course needs >= 3.10)
     torch       2.13.0, CPU build: the version the course is tested with
     GPUs        none: ranks use gloo on CPU tensors
     ranks       each a fresh Python process (torchrun --module; every rank imports torch)
-    grading     no sandbox here (bubblewrap is Linux's): students' labs run; an instructor
-                grades on Linux
+    grading     no sandbox here (bubblewrap is Linux's): the labs and their tests run; an
+                instructor grades a class on Linux
 
 Each line is read off this machine (nothing is started but a bubblewrap probe on Linux); `plan()`
 returns the same lines for tests. A line that starts with "!" is something that will not work.
@@ -17,6 +18,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import shutil
+import subprocess
 import sys
 
 from zerobook import start_method
@@ -78,15 +81,21 @@ def ranks_line() -> str:
 
 
 def grading_line() -> str:
+    """Whether bubblewrap, grading's sandbox, runs here (its own probe: the classroom, which
+    checks its full sandbox before it grades, is called by nothing)."""
     if not sys.platform.startswith("linux"):
         return (
             "no sandbox here (bubblewrap is Linux's): the labs and their tests run; an instructor "
             "grades a class on Linux"
         )
-    from zerobook.classroom.sandbox import available
-
-    why = available()
-    return "bubblewrap works: a class can be graded here" if why is None else f"! {why}"
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return "! bubblewrap is not installed: students' labs run, a class cannot be graded here"
+    probe = [bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "true"]
+    done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    if done.returncode:
+        return f"! bubblewrap cannot make a sandbox here: {done.stderr.strip()[-200:]}"
+    return "bubblewrap runs: a class can be graded here (the grader checks its whole sandbox first)"
 
 
 def plan() -> list[tuple[str, str]]:

@@ -15,7 +15,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+from zerobook.saved import RESULTS  # the GPU records live among the saved results
+
 MISSING = (
     "No GPU host has run `make gpu-check` for this book yet: there is no measurement to "
     "show here, only the CPU runs above."
