@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  := torch==2.13.0
 
-.PHONY: install instructor book pdf test test-grading test-all test-quick gpu-check release grade clean
+.PHONY: install instructor book pdf test test-grading test-colab test-all test-quick gpu-check release grade clean
 
 # The student's environment: nbgrader's JupyterLab tools for instructors (Formgrader, Create
 # Assignment, Validate, the assignment and course lists) are switched off in the venv's
@@ -94,6 +94,12 @@ test: $(STAMP)
 # instructor notebook and the untouched release, autograde, feedback): CI runs it after make test.
 test-grading: $(STAMP)
 	$(PY) -m pytest tests -m slow --numprocesses=$(WORKERS) --dist loadgroup
+
+# The course as a Colab student gets it (tests/colab_like.py): a fresh environment with another
+# torch than the pin (2.14.1, Colab-like), the course installed by `pip install` alone, Lab 0 and
+# the launching chapter run from a folder outside the clone. CI runs it after make test-grading.
+test-colab:
+	$(PYTHON) tests/colab_like.py
 
 # Everything: make test, then every lab's round trip.
 test-all: test test-grading

@@ -8,17 +8,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from colab_like import NOTEBOOKS  # Lab 0, the launching chapter, what they show
 from conftest import ROOT
 from zerobook import start_method
 
 pytestmark = pytest.mark.launch
-
-NOTEBOOKS = {  # a notebook, and lines its ranks print (tagged by the launcher)
-    "labs/setup_check/setup_check.ipynb": ["[rank0] [zerobook] backend=gloo"],
-    "chapters/launching.ipynb": [
-        f"[rank{r}] contributed {r + 1}, all" for r in range(4)
-    ],
-}
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
