@@ -28,6 +28,7 @@ NOTEBOOKS = {  # a notebook, and lines its ranks print (tagged by the launcher)
         f"[rank{r}] contributed {r + 1}, all" for r in range(4)
     ],
 }
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 RUNNER = """
 import sys, nbformat, torch, zerobook
 from nbclient import NotebookClient
@@ -64,12 +65,13 @@ def main() -> int:
         shutil.rmtree(args.venv, ignore_errors=True)
         run([sys.executable, "-m", "venv", str(args.venv)])
         run([str(python), "-m", "pip", "install", "--quiet", f"torch=={args.torch}"])
-    # the course, as a package (a copy of the clone: pip builds it outside the working tree)
-    run([str(python), "-m", "pip", "install", "--quiet", str(ROOT), "nbclient"])
-    installed = time.monotonic() - start
-    with tempfile.TemporaryDirectory(
-        prefix="colab-like-"
-    ) as folder:  # outside the clone
+    with tempfile.TemporaryDirectory(prefix="colab-like-") as folder:  # not the clone
+        # the course as a package, built from a copy (setuptools leaves build/ where it builds)
+        source = Path(folder) / "course"
+        shutil.copytree(ROOT / "zerobook", source / "zerobook", ignore=IGNORED)
+        shutil.copy(ROOT / "pyproject.toml", source)
+        run([str(python), "-m", "pip", "install", "--quiet", str(source), "nbclient"])
+        installed = time.monotonic() - start
         for notebook, expected in NOTEBOOKS.items():
             copy = Path(folder) / Path(notebook).name
             shutil.copy(ROOT / notebook, copy)
