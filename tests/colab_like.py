@@ -4,14 +4,17 @@
 
 A fresh virtual environment that has torch already, at another version than the course's pin
 (Colab ships its own: the newest other release the package index offers that the course runs
-on), the course installed with `pip install` alone (not editable, no make, no .venv), and Lab 0
-and the launching chapter executed from a folder outside the clone by a Jupyter kernel of that
-environment. It passes when every cell runs and the ranks' tagged lines reach the notebook.
+on), and nothing of the course; Lab 0 and the launching chapter copied to a folder outside the
+clone and executed there by a Jupyter kernel of that environment, each with the first cell "How
+to use this course" gives for Colab (book/how_to_use.md, "On Colab") put before its own: it
+clones the course (this clone's last commit) and installs it with pip. It passes when every cell
+runs and the ranks' tagged lines reach the notebook.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -28,13 +31,13 @@ NOTEBOOKS = {  # a notebook, and lines its ranks print (tagged by the launcher)
         f"[rank{r}] contributed {r + 1}, all" for r in range(4)
     ],
 }
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 RUNNER = """
-import sys, nbformat, torch, zerobook
+import sys, nbformat, torch
 from nbclient import NotebookClient
-print("torch", torch.__version__, "zerobook from", zerobook.__file__)
-path, *expected = sys.argv[1:]
+print("torch", torch.__version__)
+path, first_cell, *expected = sys.argv[1:]
 nb = nbformat.read(path, as_version=4)
+nb.cells.insert(0, nbformat.v4.new_code_cell(first_cell))
 NotebookClient(nb, timeout=600, kernel_name="python3").execute(cwd=str(__import__("pathlib").Path(path).parent))
 shown = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
 missing = [line for line in expected if line not in shown]
@@ -43,8 +46,17 @@ print("ran every cell of", path)
 """
 
 
+def first_cell(repository: str) -> str:
+    """The Colab cell of book/how_to_use.md, cloning `repository` instead of the published one."""
+    text = (ROOT / "book" / "how_to_use.md").read_text()
+    section = text.split("## On Colab", 1)[1]
+    cell = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "REPOSITORY = " in cell, cell
+    return re.sub(r'REPOSITORY = "[^"]*"', f"REPOSITORY = {repository!r}", cell)
+
+
 def run(argv: list[str], **kw) -> None:
-    shown = ["<the notebook runner>" if a == RUNNER else a for a in argv]
+    shown = [a if len(a) < 200 else "<code>" for a in argv]
     print("$", " ".join(shown), flush=True)
     subprocess.run(argv, check=True, **kw)
 
@@ -61,23 +73,22 @@ def main() -> int:
         sys.exit(f"--torch {PINNED} is the pin: a Colab-like run needs another version")
     start = time.monotonic()
     python = args.venv / "bin" / "python"
+    colab_has = [f"torch=={args.torch}", "ipykernel", "nbclient"]  # what a runtime has
     if not (args.keep and python.exists()):
         shutil.rmtree(args.venv, ignore_errors=True)
         run([sys.executable, "-m", "venv", str(args.venv)])
-        run([str(python), "-m", "pip", "install", "--quiet", f"torch=={args.torch}"])
+        run([str(python), "-m", "pip", "install", "--quiet", *colab_has])
+    else:  # the course a last run installed (from a clone since removed) goes
+        run([str(python), "-m", "pip", "uninstall", "--quiet", "--yes", "zerobook"])
     with tempfile.TemporaryDirectory(prefix="colab-like-") as folder:  # not the clone
-        # the course as a package, built from a copy (setuptools leaves build/ where it builds)
-        source = Path(folder) / "course"
-        shutil.copytree(ROOT / "zerobook", source / "zerobook", ignore=IGNORED)
-        shutil.copy(ROOT / "pyproject.toml", source)
-        run([str(python), "-m", "pip", "install", "--quiet", str(source), "nbclient"])
-        installed = time.monotonic() - start
+        cell = first_cell(f"file://{ROOT}")
         for notebook, expected in NOTEBOOKS.items():
             copy = Path(folder) / Path(notebook).name
             shutil.copy(ROOT / notebook, copy)
-            run([str(python), "-c", RUNNER, str(copy), *expected], cwd=folder)
-    print(f"Colab-like run passed: torch {args.torch}, installed in {installed:.0f} s, "
-          f"{time.monotonic() - start:.0f} s in all")  # fmt: skip
+            run([str(python), "-c", RUNNER, str(copy), cell, *expected], cwd=folder)
+    print(
+        f"Colab-like run passed: torch {args.torch}, {time.monotonic() - start:.0f} s in all"
+    )
     return 0
 
 
