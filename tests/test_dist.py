@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 import torch
 
+from conftest import ROOT
 from zerobook import dist as zdist
 
 
@@ -82,3 +83,18 @@ def test_the_device_follows_the_backend_and_sharing_a_gpu_needs_one(monkeypatch)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     assert choose_device("gloo", 3) == "cuda:1" and choose_device("nccl", 2) == "cuda:0"
+
+
+def test_a_run_on_shared_gpus_says_what_does_not_work_there(monkeypatch):
+    """ZEROBOOK_DEVICE=cuda is an opt-in with known failures (the H200 record): said once, when
+    a run starts; where there is no GPU, that it was ignored."""
+    from zerobook.dist import DEVICE_ENV, device_note
+
+    monkeypatch.delenv(DEVICE_ENV, raising=False)
+    assert device_note("gloo", "cuda:0") == device_note("gloo", "cpu") == ""
+    monkeypatch.setenv(DEVICE_ENV, "cuda")
+    assert device_note("gloo", "cpu") == "; ZEROBOOK_DEVICE=cuda ignored: no GPU here"
+    note = device_note("gloo", "cuda:1")
+    assert "send/recv, FSDP2 and sharded checkpoints crash" in note
+    assert (ROOT / note.split("(")[1].rstrip(")")).is_file()  # the record it cites
+    assert device_note("nccl", "cuda:1") == ""

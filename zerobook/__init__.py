@@ -20,6 +20,7 @@ SUBMODULES = {
     "zero_held",
     "dist",
     "rank_entry",
+    "rank_records",
     "collectives",
     "comm",
     "measure",

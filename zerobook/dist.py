@@ -13,7 +13,6 @@ import inspect
 import json
 import os
 import sys
-import time
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -107,10 +106,24 @@ def setup(verbose: bool = True) -> Rank:
     if verbose and me.is_main:
         print(
             f"[zerobook] backend={backend} device={device.split(':')[0]} "
-            f"world_size={me.world_size} ({why})",
+            f"world_size={me.world_size} ({why}){device_note(backend, device)}",
             flush=True,
         )
     return me
+
+
+def device_note(backend: str, device: str) -> str:
+    """What ZEROBOOK_DEVICE=cuda does not give, said when a run starts with it."""
+    if os.environ.get(DEVICE_ENV) != "cuda":
+        return ""
+    if not device.startswith("cuda"):
+        return f"; {DEVICE_ENV}=cuda ignored: no GPU here"
+    if backend == "gloo":
+        return (
+            f"; {DEVICE_ENV}=cuda: gloo's send/recv, FSDP2 and sharded checkpoints crash on "
+            "CUDA tensors (benchmarks/results/gpu_h200_2026-11-26.md)"
+        )
+    return ""
 
 
 def _init_process_group(backend: str, world_size: int) -> None:
@@ -207,29 +220,8 @@ def report(**values) -> None:
     merged = json.loads(_reported[0] or "{}")  # what this process wrote, not the file
     merged.update(json.loads(text))
     _reported[0] = json.dumps(merged)
-    _write_atomically(path, _reported[0])
+    write_atomically(path, _reported[0])
     report_guard.written(path, _reported[0])
-
-
-def record_failure(
-    summary: str, traceback_text: str, collective: str | None = None
-) -> None:
-    """Leave this rank's failure (with a timestamp, to find the first one) for the launcher.
-
-    collective: the torch.distributed call it failed in, if any ("all_reduce", "send", ...).
-    """
-    folder = os.environ.get(REPORT_DIR_ENV)
-    if folder:
-        record = {
-            "rank": this_rank(),
-            "time": time.time(),
-            "summary": summary,
-            "traceback": traceback_text,
-            "collective": collective,
-        }
-        _write_atomically(
-            Path(folder) / f"rank{this_rank()}.error.json", json.dumps(record)
-        )
 
 
 def take_token() -> str | None:
@@ -260,30 +252,10 @@ def mark_finished(token: str | None) -> None:
     folder = os.environ.get(REPORT_DIR_ENV)
     if folder and token:
         mark = finish_mark(token, _reported[0] or "")
-        _write_atomically(Path(folder) / f"rank{this_rank()}.done", mark)
+        write_atomically(Path(folder) / f"rank{this_rank()}.done", mark)
 
 
-def record_signal_death(signal_name: str) -> None:
-    """Leave the signal that ended this rank (e.g. "SIGSEGV"): written by the rank's parent,
-    zerobook.rank_entry's watcher, since a rank killed by a signal can write nothing."""
-    folder = os.environ.get(REPORT_DIR_ENV)
-    if folder:
-        record = {"rank": this_rank(), "time": time.time(), "signal": signal_name}
-        _write_atomically(
-            Path(folder) / f"rank{this_rank()}.signal.json", json.dumps(record)
-        )
-
-
-def forget_failure() -> None:
-    """Remove this rank's failure records and report, if an earlier attempt of the run (torchrun
-    --max-restarts) left them: what a run returns is its last attempt's."""
-    folder = os.environ.get(REPORT_DIR_ENV)
-    if folder:
-        for name in ("error.json", "signal.json", "json"):
-            (Path(folder) / f"rank{this_rank()}.{name}").unlink(missing_ok=True)
-
-
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(text)
     os.replace(tmp, path)

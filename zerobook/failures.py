@@ -1,8 +1,8 @@
 """How a launched run failed, in words: the rank that failed first, and why.
 
-A rank that raised leaves a timestamped record (zerobook.dist.record_failure); one killed by a
-signal cannot, but its watcher records the signal (zerobook.rank_entry, zerobook.rank_fresh); a
-rank that only lost its peer is a consequence, not a cause. `raise_if_failed` turns that into one
+A rank that raised leaves a timestamped record (zerobook.rank_records); one killed by a signal
+cannot, but its watcher records the signal (zerobook.rank_entry, zerobook.rank_fresh); a rank
+that only lost its peer is a consequence, not a cause. `raise_if_failed` turns that into one
 LaunchError naming the rank, with its traceback or last lines; mismatched or stuck collectives
 are named (`explain`).
 """

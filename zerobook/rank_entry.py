@@ -40,13 +40,11 @@ from zerobook.dist import (
     REPORT_DIR_ENV,
     env_int,
     flush_streams,
-    forget_failure,
     mark_finished,
-    record_failure,
-    record_signal_death,
     take_token,
     this_rank,
 )
+from zerobook.rank_records import forget_failure, record_failure, record_signal_death
 
 # torch 2.13 renamed the tensor collectives; the old names still work and warn on every rank.
 RENAMED_COLLECTIVES = r".*is deprecated\. Please use `torch\.distributed\."

@@ -23,7 +23,8 @@ import subprocess
 import sys
 
 from zerobook import lifeline
-from zerobook.dist import env_int, record_signal_death
+from zerobook.dist import env_int
+from zerobook.rank_records import record_signal_death
 from zerobook.rank_entry import PASSED_ON, STARTED_FRESH
 
 
