@@ -6,7 +6,7 @@ A fresh virtual environment that has torch already, at another version than the 
 (Colab ships its own: the newest other release the package index offers that the course runs
 on), and nothing of the course; Lab 0 and the launching chapter copied to a folder outside the
 clone and executed there by a Jupyter kernel of that environment, each with the first cell "How
-to use this course" gives for Colab (book/how_to_use.md, "On Colab") put before its own: it
+to use this course" gives for Colab (zerobook/assets/colab_first_cell.py) put before its own: it
 clones the course (this clone's last commit) and installs it with pip. It passes when every cell
 runs and the ranks' tagged lines reach the notebook.
 """
@@ -47,10 +47,9 @@ print("ran every cell of", path)
 
 
 def first_cell(repository: str) -> str:
-    """The Colab cell of book/how_to_use.md, cloning `repository` instead of the published one."""
-    text = (ROOT / "book" / "how_to_use.md").read_text()
-    section = text.split("## On Colab", 1)[1]
-    cell = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    """The Colab cell "How to use this course" shows and each lab's student version starts with
+    (zerobook/assets/colab_first_cell.py), cloning `repository` instead of the published one."""
+    cell = (ROOT / "zerobook" / "assets" / "colab_first_cell.py").read_text()
     assert "REPOSITORY = " in cell, cell
     return re.sub(r'REPOSITORY = "[^"]*"', f"REPOSITORY = {repository!r}", cell)
 

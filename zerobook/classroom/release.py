@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zerobook.classroom import colab_cell
 from zerobook.classroom.nbgrader_app import nbgrader
 from zerobook.classroom.tutor_files import write_tutor_files
 
@@ -18,8 +19,15 @@ BOOK_LABS = Path(
 
 def release_lab(labs: Path, root: Path, lab: str) -> str:
     """nbgrader's student version of `lab` in root/release/lab (solutions and hidden tests out),
-    with the files that tell coding assistants to tutor; nbgrader's output."""
+    starting with the Colab cell (zerobook.classroom.colab_cell), with the files that tell coding
+    assistants to tutor; nbgrader's output."""
+    import nbformat
+
     out = nbgrader(labs, root, "generate_assignment", lab, "--force")
+    released = root / "release" / lab / f"{lab}.ipynb"
+    notebook = nbformat.read(released, as_version=4)
+    colab_cell.put_first(notebook, colab_cell.published_repository())
+    nbformat.write(notebook, released)
     write_tutor_files(root / "release" / lab)
     return out
 
@@ -60,8 +68,8 @@ def student_version(labs: Path, lab: str):
 
 
 def book_labs(labs: Path, out: Path) -> list[Path]:
-    """Every lab's student version as out/NAME.ipynb, for the book's "Labs" part; marked for
-    myst-nb not to be executed (its stubs raise)."""
+    """Every lab's student version as out/NAME.ipynb, for the book's "Labs" part, starting with
+    the Colab cell as released; marked for myst-nb not to be executed (its stubs raise)."""
     import nbformat
 
     out.mkdir(parents=True, exist_ok=True)
@@ -70,6 +78,7 @@ def book_labs(labs: Path, out: Path) -> list[Path]:
     written = []
     for lab in lab_names(labs):
         notebook = student_version(labs, lab)
+        colab_cell.put_first(notebook, colab_cell.published_repository())
         notebook.metadata["mystnb"] = {"execution_mode": "off"}
         written.append(out / f"{lab}.ipynb")
         nbformat.write(notebook, written[-1])

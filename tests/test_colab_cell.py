@@ -1,0 +1,50 @@
+"""The Colab first cell: one text (zerobook/assets/colab_first_cell.py), shown by "How to use
+this course" and put first in each lab's student version, pointing at the published repository.
+That it works on a fresh Colab-like environment is make test-colab's (tests/colab_like.py)."""
+
+import subprocess
+import sys
+
+import nbformat
+
+from conftest import ROOT
+from zerobook.classroom import colab_cell
+
+
+def test_how_to_use_shows_the_very_cell_the_labs_start_with():
+    page = (ROOT / "book" / "how_to_use.md").read_text()
+    assert "```{literalinclude} /zerobook/assets/colab_first_cell.py" in page
+
+
+def test_the_cell_points_at_the_published_repository_once_there_is_one(tmp_path):
+    config = tmp_path / "_config.yml"
+    shipped = (ROOT / "_config.yml").read_text()
+    config.write_text(shipped)
+    assert colab_cell.published_repository(config) == ""  # as shipped: not published
+    assert 'REPOSITORY = "https://github.com/<you>/' in colab_cell.cell_source("")
+    config.write_text(shipped.replace('url: ""', 'url: "https://github.com/a/b"'))
+    url = colab_cell.published_repository(config)
+    assert url == "https://github.com/a/b"
+    assert 'REPOSITORY = "https://github.com/a/b"' in colab_cell.cell_source(url)
+
+
+def test_the_cell_goes_first_once_and_does_nothing_where_the_course_is_installed(
+    tmp_path,
+):
+    title = nbformat.v4.new_markdown_cell("(lab)=\n# Lab 9: a title")
+    notebook = nbformat.v4.new_notebook(
+        cells=[title, nbformat.v4.new_code_cell("x = 1")]
+    )
+    for _ in range(2):
+        colab_cell.put_first(notebook, "https://example.invalid/none")
+    assert [c.source for c in notebook.cells[::2]] == [title.source, "x = 1"]
+    assert notebook.cells[1].id == colab_cell.CELL_ID
+    nbformat.validate(notebook)
+    done = subprocess.run(  # zerobook is importable here: no clone, no pip
+        [sys.executable, "-c", notebook.cells[1].source + "\nprint('skipped')"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout == "skipped\n" and not list(tmp_path.iterdir()), done.stderr

@@ -1,0 +1,55 @@
+"""The first cell of each lab's student version: on Colab, or any Python without the course, it
+clones the course and installs it; where the course is installed (the course's environment, the
+grader's sandbox) it does nothing. Its text is zerobook/assets/colab_first_cell.py, which "How to
+use this course" shows too, with REPOSITORY set to _config.yml's `repository.url` once the
+course is published (until then the placeholder stays, saying where to point it).
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+CONFIG = Path(
+    "_config.yml"
+)  # the course's, read from where the classroom runs (its root)
+CELL_ID = "colab-first-cell"  # the cell's id in a student version
+
+
+def published_repository(config: Path = CONFIG) -> str:
+    """_config.yml's repository.url, or "" (not published, or no _config.yml here)."""
+    if not config.is_file():
+        return ""
+    found = re.search(
+        r'^repository:\n(?:\s+#.*\n)*\s+url:\s*"?([^"#\s]*)', config.read_text(), re.M
+    )
+    return found.group(1) if found else ""
+
+
+def cell_source(repository: str = "") -> str:
+    """The cell's text, pointing at `repository` when given."""
+    text = (
+        resources.files("zerobook").joinpath("assets/colab_first_cell.py").read_text()
+    )
+    if repository:
+        text = re.sub(r'REPOSITORY = "[^"]*"', f'REPOSITORY = "{repository}"', text)
+    return text.rstrip("\n")
+
+
+def put_first(notebook, repository: str = "") -> None:
+    """Make the cell `notebook`'s first code cell (right after its title, where it has one),
+    once: a cell of no grade (no nbgrader metadata), which nbgrader's autograde leaves as the
+    student ran it."""
+    import nbformat
+
+    notebook.cells = [c for c in notebook.cells if c.get("id") != CELL_ID]
+    cell = nbformat.v4.new_code_cell(cell_source(repository))
+    cell["id"] = CELL_ID
+    first = notebook.cells[0] if notebook.cells else None
+    titled = (
+        first is not None
+        and first.cell_type == "markdown"
+        and "\n# " in f"\n{first.source}"
+    )
+    notebook.cells.insert(1 if titled else 0, cell)
