@@ -69,11 +69,16 @@ def check_share(source: str) -> float:
 
 
 CHECK_MODULES = {"glue", "myst_nb", "pytest"}  # imported only by checks
+CHECK_IMPORTS = {
+    "zerobook.glue"
+}  # the book's glue, through the package (zerobook.glue)
 
 
 def is_check_statement(statement: ast.stmt) -> bool:
     """A check, or an import of what only checks use (glue, pytest)."""
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        if getattr(statement, "module", None) in CHECK_IMPORTS:
+            return True
         names = {a.name.split(".")[0] for a in statement.names}
         names |= {(getattr(statement, "module", None) or "").split(".")[0]} - {""}
         return names <= CHECK_MODULES | {"approx"}

@@ -48,3 +48,17 @@ def test_the_cell_goes_first_once_and_does_nothing_where_the_course_is_installed
         timeout=60,
     )
     assert done.stdout == "skipped\n" and not list(tmp_path.iterdir()), done.stderr
+
+
+def test_the_review_reads_the_cell_only_if_the_student_changed_it():
+    """The Colab cell starts another process and looks up a module: an honest release would be
+    flagged for both. The course's own cell (whatever repository) is not reviewed; changed, it is."""
+    from zerobook.classroom.review import review
+
+    def flags(source):
+        cell = nbformat.v4.new_code_cell(source)
+        return review(nbformat.v4.new_notebook(cells=[cell]), "setup_check")
+
+    assert flags(colab_cell.cell_source("https://github.com/a/b")) == []
+    changed = colab_cell.cell_source() + "\nprint('and one line more')"
+    assert any("subprocess" in flag for flag in flags(changed)), flags(changed)

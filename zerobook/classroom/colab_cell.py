@@ -15,6 +15,7 @@ CONFIG = Path(
     "_config.yml"
 )  # the course's, read from where the classroom runs (its root)
 CELL_ID = "colab-first-cell"  # the cell's id in a student version
+REPOSITORY_LINE = re.compile(r'^REPOSITORY = "[^"\n]*"$', re.M)
 
 
 def published_repository(config: Path = CONFIG) -> str:
@@ -33,8 +34,14 @@ def cell_source(repository: str = "") -> str:
         resources.files("zerobook").joinpath("assets/colab_first_cell.py").read_text()
     )
     if repository:
-        text = re.sub(r'REPOSITORY = "[^"]*"', f'REPOSITORY = "{repository}"', text)
+        text = REPOSITORY_LINE.sub(f'REPOSITORY = "{repository}"', text)
     return text.rstrip("\n")
+
+
+def is_course_cell(text: str) -> bool:
+    """`text` is the Colab cell as the course wrote it (whatever repository it names)."""
+    blank = lambda t: REPOSITORY_LINE.sub('REPOSITORY = ""', t.rstrip("\n"))  # noqa: E731
+    return blank(text) == blank(cell_source())
 
 
 def put_first(notebook, repository: str = "") -> None:

@@ -27,6 +27,7 @@ import stat
 import warnings
 from pathlib import Path
 
+from zerobook.classroom.colab_cell import is_course_cell
 from zerobook.classroom.review_constructs import constructs
 from zerobook.classroom.review_copies import copies
 from zerobook.classroom.review_rules import COURSE, lab_names
@@ -42,7 +43,8 @@ HIDDEN = "module-level state changed inside functions (kept across the harness's
 
 def student_cells(notebook: dict) -> list[tuple[str, str]]:
     """(name, source) of every code cell the student writes: nbgrader's solution cells (named
-    by grade_id) and cells without nbgrader's metadata, which the student added ("cell N")."""
+    by grade_id) and cells without nbgrader's metadata, which the student added ("cell N"); the
+    Colab cell the release starts with is the course's, unless it was changed."""
     out = []
     cells = notebook.get("cells")
     for number, cell in enumerate(cells if isinstance(cells, list) else [], 1):
@@ -56,7 +58,8 @@ def student_cells(notebook: dict) -> list[tuple[str, str]]:
             text = (
                 "".join(map(str, source)) if isinstance(source, list) else str(source)
             )
-            out.append((str(meta.get("grade_id") or f"cell {number}"), text))
+            if not (not meta and is_course_cell(text)):
+                out.append((str(meta.get("grade_id") or f"cell {number}"), text))
     return out
 
 
