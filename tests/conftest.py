@@ -17,6 +17,7 @@ LONGEST_FIRST = (
     "tests/test_grading.py",
     "tests/test_launch.py",
     "tests/test_launch_fresh.py",
+    "tests/test_fresh_notebooks.py",
     "tests/test_capstone_short.py",
     "labs/fsdp2/fsdp2.ipynb",
     "chapters/scaling_out.ipynb",
