@@ -24,6 +24,7 @@ import json
 import os
 import re
 import stat
+import threading
 import warnings
 from pathlib import Path
 
@@ -39,6 +40,11 @@ CONTAINERS = {"list", "dict", "set", "defaultdict", "deque", "OrderedDict", "Cou
 MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "pop", "clear"}
 NOTEBOOK_BYTES = 64 * 2**20  # a submission's notebook, read at most
 HIDDEN = "module-level state changed inside functions (kept across the harness's calls)"
+# One review at a time: `grade --jobs N` reviews in threads, and CPython 3.11's ast.parse keeps
+# a recursion count in state the threads share (cpython gh-106905, seen in threaded use): a
+# review raised "SystemError: AST constructor recursion depth mismatch" once (make test-grading,
+# Lab 4's forgery class, 2026-11-27).
+REVIEWING = threading.Lock()
 
 
 def student_cells(notebook: dict) -> list[tuple[str, str]]:
@@ -189,6 +195,7 @@ def review_file(path: Path, lab: str) -> list[str]:
     except (OSError, ValueError):
         return []
     try:  # advisory: whatever the notebook holds, grading goes on
-        return review(notebook, lab) if isinstance(notebook, dict) else []
+        with REVIEWING:
+            return review(notebook, lab) if isinstance(notebook, dict) else []
     except Exception as exc:  # e.g. RecursionError: code nested too deep
         return [f"not reviewed: the review failed on it ({type(exc).__name__}: {exc})"]
