@@ -222,12 +222,10 @@ def _start(command, env, limits):
         agent = zygote.start(command, env, PER_RUN)
         if agent is not None:
             return agent
-    if command[:3] == [sys.executable, "-c", FRESH_AGENT]:
-        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+    fresh = command[:3] == [sys.executable, "-c", FRESH_AGENT]
+    preexec = None if fresh else functools.partial(_agent_preexec, os.getpid(), limits)
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=functools.partial(_agent_preexec, os.getpid(), limits))
+                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=preexec)
 
 
 def _agent_preexec(parent: int, limits) -> None:
