@@ -62,3 +62,10 @@ def test_the_review_reads_the_cell_only_if_the_student_changed_it():
     assert flags(colab_cell.cell_source("https://github.com/a/b")) == []
     changed = colab_cell.cell_source() + "\nprint('and one line more')"
     assert any("subprocess" in flag for flag in flags(changed)), flags(changed)
+
+
+def test_how_to_use_names_the_torch_the_colab_like_run_installs():
+    from colab_like import OTHER_TORCH
+
+    page = (ROOT / "book" / "how_to_use.md").read_text()
+    assert f"torch {OTHER_TORCH}," in page
