@@ -1,6 +1,6 @@
 """The classroom: releasing the labs and grading a class, in one room.
 
-    python -m zerobook.classroom release | grade | book     (zerobook.classroom.__main__)
+    python -m zerobook.classroom release | grade | book | student-branch   (__main__)
 
 release       the student versions (nbgrader), with the files that tell assistants to tutor
 grade         every submission: autograded in a sandbox, scored by a clean run, bounded
@@ -13,6 +13,7 @@ limits        what one submission may use together (processes, memory, disk), an
 watchdog      kills a submission that passes its bounds, recording why
 feedback      what the student and the instructor read afterwards
 nbgrader_app  one nbgrader command on the course
+student_branch  the student versions as a branch of their own, for the lab pages' launch buttons
 tutor_files   AGENTS.md and the names other coding assistants read
 
 Arrows go one way: the classroom calls the launcher (zerobook.grading, zerobook.launch),

@@ -5,6 +5,7 @@
     python -m zerobook.classroom grade --jobs 2 --all   # two at once, every submission again
     python -m zerobook.classroom release --only zero3 fsdp2   # some labs only (release or grade)
     python -m zerobook.classroom book      # student versions for the book: labs/ -> book/labs/NAME.ipynb
+    python -m zerobook.classroom student-branch   # book/labs/ as branch student-labs (launch buttons)
 
 The course directory (nbgrader's root) is `_build/nbgrader` unless --root says otherwise; the
 instructor notebooks stay in `labs/`, which `labs/nbgrader_config.py` makes nbgrader's source.
@@ -20,12 +21,13 @@ from pathlib import Path
 from zerobook.classroom.grade import grade
 from zerobook.classroom.release import BOOK_LABS, book_labs, release
 from zerobook.classroom.sandbox import available
+from zerobook.classroom.student_branch import STUDENT_BRANCH, commit_student_versions
 from zerobook.grading import COURSE_ROOT_ENV
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m zerobook.classroom")
-    parser.add_argument("step", choices=["release", "grade", "book"])
+    parser.add_argument("step", choices=["release", "grade", "book", "student-branch"])
     parser.add_argument("--labs", type=Path, default=Path("labs"))
     parser.add_argument(
         "--root",
@@ -50,6 +52,13 @@ def main(argv=None) -> None:
     if cli.step == "book":
         print(
             f"student versions of {len(book_labs(cli.labs.resolve(), BOOK_LABS))} labs in {BOOK_LABS}"
+        )
+        return
+    if cli.step == "student-branch":
+        files = sorted(BOOK_LABS.glob("*.ipynb"))  # as `make book` wrote them
+        commit = commit_student_versions(Path.cwd(), files)
+        print(
+            f"{len(files)} student versions on branch {STUDENT_BRANCH} ({commit[:12]})"
         )
         return
     cli.root.mkdir(parents=True, exist_ok=True)
