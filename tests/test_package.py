@@ -285,7 +285,7 @@ def test_the_old_grading_command_still_runs_the_classrooms():
     )
     assert (
         "python -m zerobook.classroom" in out.stdout
-        and "{release,grade,book}" in out.stdout
+        and "{release,grade,book,student-branch}" in out.stdout
     )
 
 
