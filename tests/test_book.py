@@ -303,6 +303,11 @@ def test_the_step_explorer_in_the_built_book_redraws_when_the_sharding_changes(b
     after = float(root.get_attribute("data-step-s"))
     assert after > before  # without prefetch the same step waits for every gather
     assert root.find_elements("css selector", "rect[data-stream=communication]")
+    assert not root.find_elements("css selector", "rect[data-stream=replicas]")
+    Select(root.find_element("css selector", "[data-role=method]")).select_by_value(
+        "HSDP (ZeRO-3 in each node)"
+    )  # the replicas' all-reduce on a lane of its own (FSDP2's stream)
+    assert root.find_elements("css selector", "rect[data-stream=replicas]")
 
 
 @needs_book

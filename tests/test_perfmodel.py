@@ -181,7 +181,9 @@ def test_a_collective_s_bad_input_says_what_is_wrong(args, message):
 def test_critical_tokens_per_gpu():
     """T* = F/B (N-1)/N for ZeRO-3 (F: the sustained FLOP/s, B: the ring's bus bandwidth): on
     H100s across nodes 0.80 x 989.4e12 / 400e9 x 63/64; the roofline's is the JAX scaling-book's
-    ~2,475 x 63/64. HSDP adds its replicas' all-reduce, 2 (R-1)/R Psi/G through one NIC."""
+    ~2,475 x 63/64. HSDP adds its replicas' all-reduce, 2 (R-1)/R Psi/G through one NIC: beside
+    the shard group's three on NVLink (FSDP2's stream of its own), so the longer sets T*; after
+    them when the shard group spans nodes (both through the NICs)."""
     h = H100_NODE
     across = critical_tokens_per_gpu(h, world_size=64, gpus_per_node=8)
     assert across == pytest.approx(0.80 * 989.4e12 / 400e9 * 63 / 64, rel=1e-12)
@@ -192,7 +194,19 @@ def test_critical_tokens_per_gpu():
     )
     hsdp = critical_tokens_per_gpu(h, world_size=64, gpus_per_node=8, shard_group=8)
     inside, replicas = 7 / 8 / (18 * 20.6e9), 2 * 7 / 8 / 8 / 50e9
-    assert hsdp == pytest.approx(0.80 * 989.4e12 * (inside + replicas / 3), rel=1e-12)
+    assert hsdp == pytest.approx(0.80 * 989.4e12 * max(inside, replicas / 3), rel=1e-12)
+    one_node = critical_tokens_per_gpu(h, world_size=8, gpus_per_node=8)
+    assert inside > replicas / 3 and hsdp == pytest.approx(
+        one_node, rel=1e-12
+    )  # NVLink's
+    two_nodes = critical_tokens_per_gpu(
+        h, world_size=64, gpus_per_node=8, shard_group=16
+    )
+    ring = 3 * 15 / 16 / bus_bandwidth(16, 8, h)  # over two nodes' NICs
+    replicas_of_16 = 2 * 3 / 4 / 16 / bus_bandwidth(4, 1, h)
+    assert two_nodes == pytest.approx(
+        0.80 * 989.4e12 * (ring + replicas_of_16) / 3, rel=1e-12
+    )
     with pytest.raises(ValueError, match="shard_group 3 must divide"):
         critical_tokens_per_gpu(h, world_size=64, gpus_per_node=8, shard_group=3)
 
@@ -234,6 +248,32 @@ def test_the_schedule_keeps_each_stream_in_order_and_adds_up():
     assert max(s.end for s in p.timeline) == p.step_s
     assert p.step_s == pytest.approx(p.compute_s + p.exposed_comm_s, rel=1e-12)
     assert p.compute_s <= p.step_s <= p.compute_s + p.comm_s
+
+
+def test_hsdps_all_reduce_runs_on_a_stream_of_its_own_inside_a_node_and_after_across():
+    """FSDP2's all_reduce_stream: each unit's replicas' all-reduce after its reduce-scatter,
+    beside the next unit's (shard group inside a node); on the communication stream when the
+    shard group spans nodes and shares their NICs."""
+    inside = predict(world_size=64, shard_group=8)
+    replicas = [s for s in inside.timeline if s.stream == "replicas"]
+    scatters = {
+        s.unit: s
+        for s in inside.timeline
+        if s.stream == "communication" and s.what == "reduce-scatter"
+    }
+    assert replicas and {s.what for s in replicas} == {"all-reduce (replicas)"}
+    assert all(s.start >= scatters[s.unit].end - 1e-12 for s in replicas)
+    assert all(a.end <= b.start + 1e-12 for a, b in zip(replicas, replicas[1:]))
+    beside = [
+        (r, c)
+        for r in replicas
+        for c in scatters.values()
+        if c.unit != r.unit and c.start < r.end and r.start < c.end
+    ]
+    assert beside, "no all-reduce ran beside another unit's reduce-scatter"
+    across = predict(world_size=64, shard_group=16)
+    assert {s.stream for s in across.timeline} == {"compute", "communication"}
+    assert any(s.what == "all-reduce (replicas)" for s in across.timeline)
 
 
 def test_prefetch_hides_gathers():

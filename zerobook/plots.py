@@ -268,20 +268,21 @@ def prediction_chart(predictions: dict):
 
 
 def predicted_bars(prediction) -> list[tuple[str, float, float]]:
-    """(lane, start, end) of each span of a predicted step: "computation" or "communication"."""
+    """(lane, start, end) of each span of a predicted step: "computation", "communication", "replicas"."""
     from zerobook.perfmodel import COMPUTATIONS
 
-    return [("computation" if s.what in COMPUTATIONS else "communication", s.start, s.end) for s in prediction.timeline]
+    return [("computation" if s.what in COMPUTATIONS else "replicas" if s.stream == "replicas" else "communication",
+             s.start, s.end) for s in prediction.timeline]
 
 
 def gantt(ax, bars) -> None:
-    """Bars (lane, start s, end s, ...) in two lanes, in ms."""
-    lanes = {"communication": (PALETTE["orange"], 1), "computation": (PALETTE["blue"], 0)}
+    """Bars (lane, start s, end s, ...) in their lanes, in ms (HSDP's all-reduce: "replicas", a third)."""
+    lanes = {"computation": (PALETTE["blue"], 0), "communication": (PALETTE["orange"], 1), "replicas": (PALETTE["purple"], 2)}
     for lane, start, end, *_ in bars:
         color, y = lanes[lane]
-        ax.broken_barh([(start * 1e3, (end - start) * 1e3)], (y + 0.1, 0.8), color=color, edgecolor="white",
-                       linewidth=0.3)
-    ax.set(yticks=[0.5, 1.5], yticklabels=["computation", "communication"])
+        ax.broken_barh([(start * 1e3, (end - start) * 1e3)], (y + 0.1, 0.8), color=color, edgecolor="white", linewidth=0.3)
+    shown = [lane for lane in lanes if lane != "replicas" or any(b[0] == lane for b in bars)]
+    ax.set(yticks=[lanes[lane][1] + 0.5 for lane in shown], yticklabels=[lane.replace("replicas", "all-reduce (replicas)") for lane in shown])
     ax.grid(True, axis="x", alpha=0.3)
 
 

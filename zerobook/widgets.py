@@ -124,7 +124,7 @@ def step_arguments(method: str, n: int, per_node: int, batch: int, seq: int, rec
 def step_explorer(model: str = "Llama 3 8B", hardware: str = "H100", method: str = "ZeRO-3 + prefetch",
                   **chosen) -> HTML:
     """Menus for the model, GPUs, GPUs per node, N, sharding, sequences per GPU, their length and
-    the recomputation: the predicted step as two streams and the memory per GPU against the
+    the recomputation: the predicted step on its streams and the memory per GPU against the
     device's. Self-contained HTML: zerobook/assets/perfmodel.js (predict_step, line for line)
     predicts each choice in the page, so it needs neither kernel nor network. `chosen` overrides
     STEP_DEFAULTS (names as in STEP_CHOICES)."""

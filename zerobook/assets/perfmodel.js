@@ -162,7 +162,9 @@
       const size = params * ELEMENT_BYTES;
       let op = add("communication", kind.replace("_", "-"), unit, seconds(kind, size), ...deps);
       if (kind === "reduce_scatter" && replicas > 1) {
-        op = add("communication", "all-reduce (replicas)", unit, seconds("replicas", size / layout.group), ["end", op]);
+        // step.Layout.replica_stream: FSDP2's all_reduce_stream while the shard group is inside a node
+        op = add(layout.group <= layout.perNode ? "replicas" : "communication", "all-reduce (replicas)", unit,
+                 seconds("replicas", size / layout.group), ["end", op]);
       }
       return op;
     }

@@ -262,28 +262,30 @@ def critical_tokens_per_gpu(
     """T*: tokens per GPU per step above which ZeRO-3's collectives can hide behind its
     computation. Per parameter, 6 T FLOPs at the sustained rate against the ring's bytes
     at the bus bandwidth: two all-gathers and a reduce-scatter over the shard group and
-    (HSDP, a shard_group) an all-reduce of each 1/G shard over the N/G replicas, one
-    after the other. Ψ cancels."""
+    (HSDP, a shard_group) an all-reduce of each 1/G shard over the N/G replicas: beside them
+    when the shard group is inside a node (NVLink and the NICs at once, as FSDP2 streams them:
+    the longer sets T*), after them when both cross the NICs. Ψ cancels."""
     group = shard_group or world_size
     check("all_gather", 0, group, min(group, gpus_per_node), hardware.gpus_per_node)
     if world_size % group or (group < gpus_per_node and gpus_per_node % group):
         raise ValueError(
             f"shard_group {group} must divide world_size {world_size} and fit the nodes"
         )
-    seconds = (
+    inside = (
         3
         * (group - 1)
         / group
         / bus_bandwidth(group, min(group, gpus_per_node), hardware)
     )
-    replicas = world_size // group
+    replicas, across = world_size // group, 0.0
     if replicas > 1:
         per_node = max(1, gpus_per_node // group)
-        seconds += (
+        across = (
             2
             * (replicas - 1)
             / replicas
             / group
             / bus_bandwidth(replicas, per_node, hardware)
         )
+    seconds = max(inside, across) if group <= gpus_per_node else inside + across
     return hardware.peak_flops * hardware.sustained * element_bytes * seconds / 6

@@ -1,5 +1,5 @@
-"""One training step as operations on two streams, computation and communication, and when each
-runs: a small list scheduler, as CUDA streams behave.
+"""One training step as operations on streams (computation and communication; HSDP's all-reduce
+on a third), and when each runs: a small list scheduler, as CUDA streams behave.
 
 Each stream runs its operations in program order; an operation starts when its stream is free and
 its dependencies allow: ("end", op) waits for an operation to finish, ("start", op) for it to begin

@@ -1,5 +1,11 @@
 """The step model: DDP and ZeRO-1/2/3 (and HSDP) as a program of computation and collectives,
-scheduled on two streams.
+scheduled on two streams, computation and communication, and under HSDP a third: FSDP2 runs the
+replicas' all-reduce on a stream of its own, beside the next unit's reduce-scatter and all-gather
+("collectives use different network resources and can overlap in the typical intra-node
+sharding / inter-node replication case": torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py,
+`all_reduce_stream`). The model follows it where that holds — a shard group inside a node, its
+collectives on NVLink, the all-reduce through the NICs; a shard group across nodes shares the
+NICs with the all-reduce, so there it runs after them on the one communication stream.
 
 Times: a block's forward is its FLOPs over the sustained rate (hardware.peak_flops x
 hardware.sustained), its backward twice that (plus a forward again under full recomputation); a
@@ -37,6 +43,13 @@ class Layout:
     @property
     def replicas(self) -> int:
         return self.world_size // self.shard_group
+
+    @property
+    def replica_stream(self) -> str:
+        """Where HSDP's all-reduce runs: its own stream ("replicas", FSDP2's all_reduce_stream)
+        while the shard group's collectives stay in a node (other links); else after them, on
+        the communication stream (both through the NICs)."""
+        return "replicas" if self.shard_group <= self.gpus_per_node else "communication"
 
     def group(self, kind: str) -> tuple[int, int]:
         """(ranks, ranks per node) of a collective: DDP's all-reduce over every rank; ZeRO's
@@ -106,7 +119,11 @@ class StepProgram:
         if kind == "reduce_scatter" and self.layout.replicas > 1:
             across = self.seconds("replicas", size / self.layout.shard_group)
             op = self.program.add(
-                "communication", "all-reduce (replicas)", unit, across, ("end", op)
+                self.layout.replica_stream,
+                "all-reduce (replicas)",
+                unit,
+                across,
+                ("end", op),
             )
         return op
 
