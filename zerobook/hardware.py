@@ -45,9 +45,9 @@ DATASHEETS = {"H100": H100_SXM, "H200": H200_SXM}
 NCCL_NVLINK = {"hopper": (18, 20.6 * GB), "ampere": (12, 20.0 * GB)}  # links, bytes/s
 GENERATIONS = ("ampere", "hopper")
 ROOFLINE = "the roofline: every kernel at the datasheet's peak (a bound)"
-# Fitted on one published run and on no other (benchmarks/perfmodel_published.py refits
-# it): MPT-7B on 8 A100s, 2,048 tokens per sequence, no recomputation, 4,641 tokens/s per
-# GPU (MosaicML).
+# A fitted overhead (Hardware.elementwise_bytes), not a byte count, fitted on one published
+# run and on no other (benchmarks/perfmodel_published.py refits it): MPT-7B on 8 A100s,
+# 2,048 tokens per sequence, no recomputation, 4,641 tokens/s per GPU (MosaicML).
 ELEMENTWISE_BYTES = 285.0
 
 
@@ -62,9 +62,11 @@ class Hardware:
     "hopper"), or None for a host priced by a calibrated alpha-beta ring (intra_alpha,
     inter_alpha: seconds per ring step). sustained: the fraction of `peak_flops` the
     step's matrix multiplies sustain, with its source (1.0 is the roofline: a bound, not
-    a prediction). elementwise_bytes: what the rest of a block's forward costs (norms,
-    activations, residuals, softmax, launches), as bytes per hidden unit per token at
-    HBM bandwidth (backward: twice); fitted once on a published run, ELEMENTWISE_BYTES.
+    a prediction). elementwise_bytes: a fitted overhead, not a count of bytes: whatever a
+    block's forward costs beyond its matmuls at the sustained rate (norms, activations,
+    residuals, softmax, attention kernels slower than the matmul rate, launches, the
+    framework), priced as bytes per hidden unit per token at HBM bandwidth (backward:
+    twice); fitted once on one published run, ELEMENTWISE_BYTES.
     overlap: whether communication runs beside computation (GPUs) or takes the same
     cores (a CPU host). reduce_scatter: None prices a reduce-scatter as its own
     collective; a number, as that multiple of an all-reduce's time (gloo's

@@ -5,8 +5,8 @@ source, its inputs and what had to be assumed; and the model's prediction of eac
 
 Two kinds: nccl-tests' all-reduce bus bandwidth (GB/s, 10^9 bytes/s) and training
 throughput with FSDP's full sharding (tokens per second per GPU). One row is fitted, and
-marked so: the MPT-7B run on 8 A100s fixes hardware.ELEMENTWISE_BYTES (the time of a
-block's non-matmul kernels); every other row is predicted from the presets, the shapes
+marked so: the MPT-7B run on 8 A100s fixes hardware.ELEMENTWISE_BYTES (a fitted overhead:
+all a block costs beyond its matmuls at the sustained rate); every other row is predicted from the presets, the shapes
 and the schedule. Rows that used tensor or pipeline parallelism beside FSDP are left out
 (the step model does not price them). The training rows span 8 to 512 GPUs (MosaicML's
 FSDP runs on 512 H100s); no run of FSDP alone on 1,024 GPUs or more was found published
