@@ -276,6 +276,37 @@ def test_hsdps_all_reduce_runs_on_a_stream_of_its_own_inside_a_node_and_after_ac
     assert any(s.what == "all-reduce (replicas)" for s in across.timeline)
 
 
+def test_zero12s_gather_after_the_step_or_ahead_of_the_next_forward():
+    """DeepSpeed's ZeRO-1/2 (and ours) all-gather the updated weights after the optimizer step,
+    with nothing left to hide them; Megatron's distributed optimizer (overlap_param_gather)
+    gathers each block's just ahead of its next forward, as ZeRO-3's forward does."""
+    on_one_node = dict(world_size=8, gpus_per_node=8, hardware=H100_NODE)
+    for stage in (1, 2):
+        exposed = predict(stage=stage, **on_one_node)
+        ahead = predict(stage=stage, param_gather="next_forward", **on_one_node)
+        step_ends = max(s.end for s in exposed.timeline if s.what == "optimizer step")
+        assert [s.unit for s in exposed.timeline if s.what == "all-gather"] == ["all"]
+        assert all(
+            s.start >= step_ends for s in exposed.timeline if s.what == "all-gather"
+        )
+        gathered = [s.unit for s in ahead.timeline if s.what == "all-gather"]
+        assert gathered == ["root"] + [f"blocks.{k}" for k in range(32)]
+        assert max(s.end for s in ahead.timeline) == pytest.approx(
+            max(s.end for s in ahead.timeline if s.what == "optimizer step")
+        )  # the step ends with the optimizer: no gather left after it
+        assert (
+            ahead.exposed_comm_s < exposed.exposed_comm_s
+            and ahead.step_s < exposed.step_s
+        )
+        zero3 = predict(stage=3, **on_one_node)
+        assert ahead.step_s == pytest.approx(zero3.step_s, rel=1e-9)  # the same forward
+    assert (
+        predict(stage=3, param_gather="next_forward").step_s == predict(stage=3).step_s
+    )
+    with pytest.raises(ValueError, match="param_gather must be one of"):
+        predict(stage=1, param_gather="overlapped")
+
+
 def test_prefetch_hides_gathers():
     with_prefetch, without = predict(), predict(prefetch=False)
     assert with_prefetch.exposed_comm_s < without.exposed_comm_s

@@ -162,10 +162,10 @@ JS_PREDICTIONS = """
 const [choices, data] = arguments;
 return choices.map((c) => {
   const m = data.models[c.model], hw = data.hardware[c.hardware];
-  const [stage, prefetch, group] = data.methods[c.method];
+  const [stage, prefetch, group, gather] = data.methods[c.method];
   const p = window.zerobook.predictStep(m, hw, {world_size: c.n, gpus_per_node: c.per_node, stage, prefetch,
     micro_batch: c.batch, seq_len: c.seq, activation_checkpointing: c.recompute === "none" ? null : c.recompute,
-    shard_group: group === "node" && c.per_node < c.n ? c.per_node : null});
+    shard_group: group === "node" && c.per_node < c.n ? c.per_node : null, param_gather: gather});
   const timeline = p.timeline.map((s) => [s.stream, s.what, s.unit, s.start, s.end]);
   return {step_s: p.step_s, compute_s: p.compute_s, comm_s: p.comm_s, exposed_comm_s: p.exposed_comm_s, mfu: p.mfu,
           peak_memory_bytes: p.peak_memory_bytes, fits: p.fits, memory: p.memory,

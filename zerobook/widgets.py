@@ -99,10 +99,13 @@ def html_table(headers, rows, caption: str = "") -> HTML:
     return HTML(f'<table class="table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
-STEP_METHODS = {  # label -> (stage, prefetch, shard group: None for all ranks, "node" for each node's GPUs)
-    "DDP": (0, True, None), "ZeRO-1": (1, True, None), "ZeRO-2": (2, True, None),
-    "ZeRO-3 + prefetch": (3, True, None), "ZeRO-3, no prefetch": (3, False, None),
-    "HSDP (ZeRO-3 in each node)": (3, True, "node"),
+STEP_METHODS = {  # label -> (stage, prefetch, shard group: None for all ranks, "node" for each node's GPUs,
+    # the updated weights' gather of stages 1-2: predict_step's param_gather)
+    "DDP": (0, True, None, "after_step"), "ZeRO-1": (1, True, None, "after_step"),
+    "ZeRO-1, gather overlapped (Megatron)": (1, True, None, "next_forward"), "ZeRO-2": (2, True, None, "after_step"),
+    "ZeRO-2, gather overlapped (Megatron)": (2, True, None, "next_forward"),
+    "ZeRO-3 + prefetch": (3, True, None, "after_step"), "ZeRO-3, no prefetch": (3, False, None, "after_step"),
+    "HSDP (ZeRO-3 in each node)": (3, True, "node", "after_step"),
 }
 STEP_CHOICES = {  # each step explorer's menus: name -> options
     "per_node": [8, 4], "n": [8, 16, 64, 256, 1024], "batch": [1, 2, 4, 8], "seq": [2048, 4096, 8192],
@@ -115,10 +118,10 @@ def step_arguments(method: str, n: int, per_node: int, batch: int, seq: int, rec
     """The menus' choice as predict_step's keyword arguments (HSDP: one shard group per node)."""
     if method not in STEP_METHODS:
         raise ValueError(f"method must be one of {list(STEP_METHODS)}, got {method!r}")
-    stage, prefetch, group = STEP_METHODS[method]
+    stage, prefetch, group, gather = STEP_METHODS[method]
     return dict(world_size=n, gpus_per_node=per_node, stage=stage, prefetch=prefetch, micro_batch=batch,
                 seq_len=seq, activation_checkpointing=None if recompute == "none" else recompute,
-                shard_group=per_node if group == "node" and per_node < n else None)
+                shard_group=per_node if group == "node" and per_node < n else None, param_gather=gather)
 
 
 def step_explorer(model: str = "Llama 3 8B", hardware: str = "H100", method: str = "ZeRO-3 + prefetch",

@@ -138,7 +138,7 @@
   }
 
   // zerobook.perfmodel.step.StepProgram, for stage 0-3, prefetch or not, HSDP (group < N).
-  function program(m, hw, layout, stage, t, prefetch) {
+  function program(m, hw, layout, stage, t, prefetch, paramGather) {
     const ops = [];
     const add = (stream, what, unit, seconds, ...deps) => {
       const op = {stream: hw.overlap ? stream : "compute", what, unit, seconds, deps, start: null};
@@ -171,11 +171,13 @@
     const compute = (what, unit, seconds, ...deps) => add("compute", what, unit, seconds, ...deps);
     // forward
     let previous = null;
-    const gatherRoot = stage === 3 ? collective("all_gather", "root", rootParams(m)) : null;
+    // StepProgram.ahead: stages 1-2 gathering the updated weights ahead of the next forward (Megatron)
+    const ahead = (stage === 1 || stage === 2) && paramGather === "next_forward", gathers = stage === 3 || ahead;
+    const gatherRoot = gathers ? collective("all_gather", "root", rootParams(m)) : null;
     for (let k = 0; k < m.layers; k++) {
       const deps = previous ? [["end", previous]] : [];
-      if (stage === 3) {
-        const issue = previous === null ? [] : [[prefetch ? "start" : "end", previous]];
+      if (gathers) {
+        const issue = previous === null ? [] : [[prefetch || ahead ? "start" : "end", previous]];
         const gather = collective("all_gather", `blocks.${k}`, blockParams(m), ...issue);
         deps.push(["end", gather]);
         if (gatherRoot !== null && k === 0) deps.push(["end", gatherRoot]);
@@ -198,7 +200,7 @@
     }
     reduces.push(collective(kind, "root", rootParams(m), ["end", previous]));
     const step = compute("optimizer step", "all", t.optimizer, ...reduces.map((r) => ["end", r]));
-    if (stage === 1 || stage === 2) collective("all_gather", "all", numParams(m), ["end", step]);
+    if ((stage === 1 || stage === 2) && !ahead) collective("all_gather", "all", numParams(m), ["end", step]);
     return ops;
   }
 
@@ -223,13 +225,13 @@
   }
 
   // predict_step(m, hw, {world_size, gpus_per_node, stage, micro_batch, seq_len,
-  //                      activation_checkpointing, prefetch, shard_group})
+  //                      activation_checkpointing, prefetch, shard_group, param_gather})
   function predictStep(m, hw, o) {
     const group = o.shard_group || o.world_size, tokens = o.micro_batch * o.seq_len;
     const shard = numParams(m) / (o.stage ? group : 1);
     const t = stepTimes(m, hw, tokens, o.seq_len, o.activation_checkpointing, shard);
     const layout = {n: o.world_size, perNode: o.gpus_per_node, group};
-    const timeline = schedule(program(m, hw, layout, o.stage, t, o.prefetch));
+    const timeline = schedule(program(m, hw, layout, o.stage, t, o.prefetch, o.param_gather || "after_step"));
     const memory = peakMemory(m, o.stage, group, tokens, o.activation_checkpointing, o.prefetch);
     const peak = Object.values(memory).reduce((a, b) => a + b, 0);
     const busy = {compute: 0.0, communication: 0.0};

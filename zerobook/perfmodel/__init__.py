@@ -32,6 +32,10 @@ from zerobook.perfmodel.schedule import Span
 from zerobook.perfmodel.step import OPTIMIZER_BYTES_PER_ELEMENT, Layout, StepProgram
 
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+PARAM_GATHERS = (
+    "after_step",
+    "next_forward",
+)  # stages 1-2: exposed, or overlapped (Megatron)
 ALLOCATOR_MARGIN = 0.10  # the caching allocator's fragmentation and the kernels' workspace: an assumption
 LOGIT_BYTES = (
     2 + 4
@@ -195,13 +199,17 @@ def predict_step(
     shard_group: int | None = None,
     allow_oom: bool = False,
     bucket_params: int | None = None,
+    param_gather: str = "after_step",
 ) -> Prediction:
     """One training step of `model` on `world_size` GPUs of `hardware` in nodes of
     `gpus_per_node`: DDP (stage 0) or ZeRO stage 1-3 sharding over all ranks, or over groups of
     `shard_group` (HSDP: replicated across groups). `micro_batch` sequences of `seq_len` tokens
     per GPU. Stages 0-2 reduce gradients per unit, or in buckets of `bucket_params` elements (DDP
-    and our ZeRO-1/2; stage 3 always per unit). Raises ValueError on bad input, and when the step
-    does not fit in the GPU's memory (unless allow_oom: then `fits` says so)."""
+    and our ZeRO-1/2; stage 3 always per unit). `param_gather` (stages 1-2): the updated weights'
+    all-gather "after_step", exposed, as DeepSpeed's ZeRO-1/2 and ours run it, or block by block
+    ahead of the "next_forward", overlapped, as Megatron's distributed optimizer does with
+    overlap_param_gather. Raises ValueError on bad input, and when the step does not fit in the
+    GPU's memory (unless allow_oom: then `fits` says so)."""
     check(
         model,
         hardware,
@@ -214,6 +222,10 @@ def predict_step(
         dtype,
         shard_group,
     )
+    if param_gather not in PARAM_GATHERS:
+        raise ValueError(
+            f"param_gather must be one of {PARAM_GATHERS}, got {param_gather!r}"
+        )
     if bucket_params is not None and not (
         isinstance(bucket_params, int) and bucket_params >= 1
     ):
@@ -235,6 +247,7 @@ def predict_step(
         ELEMENT_BYTES[dtype],
         prefetch,
         bucket_params,
+        param_gather,
     ).build()
     timeline = program.schedule()
     memory_terms = peak_memory(

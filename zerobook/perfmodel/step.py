@@ -82,6 +82,7 @@ class StepProgram:
         element_bytes: int,
         prefetch: bool,
         bucket_params: int | None = None,
+        param_gather: str = "after_step",
     ):
         self.spec, self.hardware, self.layout, self.stage = (
             spec,
@@ -91,6 +92,10 @@ class StepProgram:
         )
         self.times, self.element_bytes, self.prefetch = times, element_bytes, prefetch
         self.bucket_params = None if stage == 3 else bucket_params
+        # stages 1-2: the updated weights' all-gather after the optimizer step ("after_step",
+        # DeepSpeed's and ours) or block by block just ahead of the next forward ("next_forward",
+        # Megatron's distributed optimizer with overlap_param_gather)
+        self.ahead = stage in (1, 2) and param_gather == "next_forward"
         self.program = Program(hardware.overlap)
 
     def seconds(self, kind: str, size: float) -> float:
@@ -131,21 +136,24 @@ class StepProgram:
         return self.program.add("compute", what, unit, seconds, *deps)
 
     def forward(self) -> list:
-        """Forward: (stage 3) gather each block, compute, free; the root kept throughout."""
+        """Forward: (stage 3) gather each block, compute, free; the root kept throughout.
+        (Stages 1-2 with the gather ahead: the last step's updated weights, gathered the same
+        way, each block's issued when the block before it starts.)"""
         t, blocks, ops = self.times, self.spec.layers, []
         previous = None
+        gathers = self.stage == 3 or self.ahead
         gather_root = (
             self.collective("all_gather", "root", self.spec.root_params())
-            if self.stage == 3
+            if gathers
             else None
         )
         for k in range(blocks):
             deps = [("end", previous)] if previous else []
-            if self.stage == 3:
+            if gathers:
                 issue = (
                     []
                     if previous is None
-                    else [("start" if self.prefetch else "end", previous)]
+                    else [("start" if self.prefetch or self.ahead else "end", previous)]
                 )
                 gather = self.collective(
                     "all_gather", f"blocks.{k}", self.spec.block_params(), *issue
@@ -220,10 +228,8 @@ class StepProgram:
             self.times["optimizer"],
             *[("end", r) for r in reduces],
         )
-        if self.stage in (
-            1,
-            2,
-        ):  # the updated 16-bit shards back to every rank of the group
+        if self.stage in (1, 2) and not self.ahead:
+            # the updated 16-bit shards back to every rank of the group
             for b, size in enumerate(
                 bucket_sizes(
                     self.spec.num_params(), self.bucket_params or self.spec.num_params()
