@@ -208,8 +208,9 @@ def predict_step(
     and our ZeRO-1/2; stage 3 always per unit). `param_gather` (stages 1-2): the updated weights'
     all-gather "after_step", exposed, as DeepSpeed's ZeRO-1/2 and ours run it, or block by block
     ahead of the "next_forward", overlapped, as Megatron's distributed optimizer does with
-    overlap_param_gather (off by default: Megatron-LM's DistributedDataParallelConfig). Raises ValueError on bad input, and when the step does not fit in the
-    GPU's memory (unless allow_oom: then `fits` says so)."""
+    overlap_param_gather (off by default: Megatron-LM's DistributedDataParallelConfig).
+    Raises ValueError on bad input, and when the step does not fit in the GPU's memory (unless
+    allow_oom: then `fits` says so)."""
     check(
         model,
         hardware,
