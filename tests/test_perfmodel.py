@@ -233,7 +233,7 @@ def predict(hardware=A100_NODE, **changes):
         stage=3,
         micro_batch=1,
         seq_len=8192,
-        activation_checkpointing="selective",
+        activation_checkpointing="matmul_inputs",
     )
     return predict_step(LLAMA3_8B, hardware, **{**options, **changes})
 

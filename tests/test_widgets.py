@@ -164,7 +164,7 @@ return choices.map((c) => {
   const m = data.models[c.model], hw = data.hardware[c.hardware];
   const [stage, prefetch, group, gather] = data.methods[c.method];
   const p = window.zerobook.predictStep(m, hw, {world_size: c.n, gpus_per_node: c.per_node, stage, prefetch,
-    micro_batch: c.batch, seq_len: c.seq, activation_checkpointing: c.recompute === "none" ? null : c.recompute,
+    micro_batch: c.batch, seq_len: c.seq, activation_checkpointing: c.recompute === "none" ? null : c.recompute.replace(" ", "_"),
     shard_group: group === "node" && c.per_node < c.n ? c.per_node : null, param_gather: gather});
   const timeline = p.timeline.map((s) => [s.stream, s.what, s.unit, s.start, s.end]);
   return {step_s: p.step_s, compute_s: p.compute_s, comm_s: p.comm_s, exposed_comm_s: p.exposed_comm_s, mfu: p.mfu,

@@ -109,9 +109,9 @@ STEP_METHODS = {  # label -> (stage, prefetch, shard group: None for all ranks, 
 }
 STEP_CHOICES = {  # each step explorer's menus: name -> options
     "per_node": [8, 4], "n": [8, 16, 64, 256, 1024], "batch": [1, 2, 4, 8], "seq": [2048, 4096, 8192],
-    "recompute": ["none", "selective", "full"],
+    "recompute": ["none", "matmul inputs", "full"],  # predict_step's activation_checkpointing, "_" for " "
 }
-STEP_DEFAULTS = {"per_node": 8, "n": 64, "batch": 1, "seq": 8192, "recompute": "selective"}
+STEP_DEFAULTS = {"per_node": 8, "n": 64, "batch": 1, "seq": 8192, "recompute": "matmul inputs"}
 
 
 def step_arguments(method: str, n: int, per_node: int, batch: int, seq: int, recompute: str) -> dict:
@@ -120,7 +120,7 @@ def step_arguments(method: str, n: int, per_node: int, batch: int, seq: int, rec
         raise ValueError(f"method must be one of {list(STEP_METHODS)}, got {method!r}")
     stage, prefetch, group, gather = STEP_METHODS[method]
     return dict(world_size=n, gpus_per_node=per_node, stage=stage, prefetch=prefetch, micro_batch=batch,
-                seq_len=seq, activation_checkpointing=None if recompute == "none" else recompute,
+                seq_len=seq, activation_checkpointing=None if recompute == "none" else recompute.replace(" ", "_"),
                 shard_group=per_node if group == "node" and per_node < n else None, param_gather=gather)
 
 

@@ -25,7 +25,7 @@
   function blockActivationBytes(m, tokens, checkpointing) {
     const h = m.hidden, f = m.ffn;
     if (checkpointing === "full") return 2 * h * tokens;
-    if (checkpointing === "selective") return (2 * (3 * h + f) + 2 * h + 4 * kvDim(m)) * tokens;
+    if (checkpointing === "matmul_inputs") return (2 * (3 * h + f) + 2 * h + 4 * kvDim(m)) * tokens;
     return (12 * h + 4 * kvDim(m) + 2 * (m.gated ? 4 : 2) * f) * tokens;
   }
 

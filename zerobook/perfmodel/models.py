@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CHECKPOINTING = (None, "selective", "full")
+# None: nothing recomputed; "matmul_inputs": only the matrix multiplies' inputs kept, the
+# elementwise work recomputed (not Korthikanti's selective recomputation, which recomputes the
+# attention scores: with flash attention there are none to keep); "full": each block's input
+CHECKPOINTING = (None, "matmul_inputs", "full")
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,12 @@ class ModelSpec:
         """16-bit activations one block keeps for backward (flash attention: no s x s scores; no
         dropout). None: every tensor backward reads — the norms' inputs and outputs, Q, K, V, the
         attention output, the MLP's inner tensors (4 of ffn width gated, 2 otherwise).
-        "selective": only the matrix multiplies' inputs, and Q, K, V for attention's backward
+        "matmul_inputs": only the matrix multiplies' inputs, and Q, K, V for attention's backward
         (norms and activations recomputed: cheap elementwise work). "full": the block's input."""
         h, f = self.hidden, self.ffn
         if checkpointing == "full":
             return 2 * h * tokens
-        if checkpointing == "selective":
+        if checkpointing == "matmul_inputs":
             return (2 * (3 * h + f) + 2 * h + 4 * self.kv_dim) * tokens
         return (12 * h + 4 * self.kv_dim + 2 * (4 if self.gated else 2) * f) * tokens
 

@@ -205,8 +205,10 @@ def predict_busbw(row: dict, hardware=None) -> float:
 def predict_tokens(row: dict, hardware=None, dtype: str = "bf16") -> float:
     """Tokens per second per GPU of FSDP's full sharding (ZeRO-3, prefetch) with the
     row's micro-batch, every collective in `dtype`; "layer" checkpointing (every second
-    block) as the mean of the step with every block recomputed and with none. Raises
-    ValueError where the step would not fit."""
+    block: torchtitan's "selective layer") as the mean of the step with every block recomputed
+    and with none recomputed (priced as "matmul_inputs", whose elementwise recomputation the
+    model counts as free: the time of none, in the memory that fits). Raises ValueError where
+    the step would not fit."""
     from zerobook.perfmodel import predict_step
 
     hardware = hardware or HARDWARE[row["hardware"]]
@@ -224,7 +226,7 @@ def predict_tokens(row: dict, hardware=None, dtype: str = "bf16") -> float:
             predict_step(
                 row["model"], hardware, activation_checkpointing=ac, **run
             ).step_s
-            for ac in ("full", "selective")
+            for ac in ("full", "matmul_inputs")
         ]
         return tokens / ((steps[0] + steps[1]) / 2)
     p = predict_step(
