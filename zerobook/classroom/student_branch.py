@@ -26,7 +26,8 @@ Written by the course's pages workflow from the main branch ({source}): do not e
 Each lab page of the book opens its notebook from this branch (Colab, JupyterHub); the course
 itself, and how to run it, is on the main branch.
 """
-# who commits, where git has no identity set (a CI runner)
+# who commits: the workflow's bot, whatever git's config says (environment variables win over
+# it); GIT_AUTHOR_* set in the environment win over these
 IDENTITY = {
     "GIT_AUTHOR_NAME": "github-actions[bot]",
     "GIT_AUTHOR_EMAIL": "41898282+github-actions[bot]@users.noreply.github.com",
