@@ -136,7 +136,10 @@ def python_prediction(choice: dict, spans: bool = True) -> dict:
 
     c = dict(choice)
     model, hardware = MODELS[c.pop("model")], PRESETS[c.pop("hardware")]
-    p = predict_step(model, hardware, **widgets.step_arguments(**c), allow_oom=True)
+    sync = {"grad_sync": c.pop("grad_sync")} if "grad_sync" in c else {}
+    p = predict_step(
+        model, hardware, **widgets.step_arguments(**c), **sync, allow_oom=True
+    )
     keys = (
         "step_s",
         "compute_s",
@@ -165,7 +168,8 @@ return choices.map((c) => {
   const [stage, prefetch, group, gather] = data.methods[c.method];
   const p = window.zerobook.predictStep(m, hw, {world_size: c.n, gpus_per_node: c.per_node, stage, prefetch,
     micro_batch: c.batch, seq_len: c.seq, activation_checkpointing: c.recompute === "none" ? null : c.recompute.replace(" ", "_"),
-    shard_group: group === "node" && c.per_node < c.n ? c.per_node : null, param_gather: gather});
+    shard_group: group === "node" && c.per_node < c.n ? c.per_node : null, param_gather: gather,
+    reduce_dtype: c.reduce, micro_batches: c.micro, grad_sync: c.grad_sync || null});
   const timeline = p.timeline.map((s) => [s.stream, s.what, s.unit, s.start, s.end]);
   return {step_s: p.step_s, compute_s: p.compute_s, comm_s: p.comm_s, exposed_comm_s: p.exposed_comm_s, mfu: p.mfu,
           peak_memory_bytes: p.peak_memory_bytes, fits: p.fits, memory: p.memory,
@@ -196,10 +200,11 @@ def test_the_step_explorer_is_self_contained_and_refuses_a_bad_choice():
 
 
 def test_the_pages_javascript_predicts_the_same_doubles_as_predict_step(tmp_path):
-    """perfmodel.js against predict_step on every 11th combination of the menus (11 is prime to
-    every menu's length, so the sample walks through each menu's options) and on a gloo-like
-    preset (reduce-scatter 1.4 x an all-reduce, no overlap): the same sums in the same order, so
-    equal numbers; every 10th of them compared span for span."""
+    """perfmodel.js against predict_step on every 101st combination of the menus (101 is prime to
+    every menu's length, so the sample walks through each menu's options), on some of them with
+    the gradients synced every micro-batch or on the last (against the stage's default), and on a
+    gloo-like preset (reduce-scatter 1.4 x an all-reduce, no overlap): the same sums in the same
+    order, so equal numbers; every 10th of them compared span for span."""
     from zerobook.hardware import PRESETS
 
     page, _, data = explorer_page(tmp_path)
@@ -208,11 +213,18 @@ def test_the_pages_javascript_predicts_the_same_doubles_as_predict_step(tmp_path
         "reduce_scatter": 1.4,
         "overlap": False,
     }
-    sample = every_step_choice()[::11]
+    sample = every_step_choice()[::101]
+    # the gradients' sync against each stage's default (no menu on the page), on 2 and 4 micro-batches
+    synced = [
+        dict(c, grad_sync=sync)
+        for c in sample[::7]
+        if c["micro"] > 1
+        for sync in ("every", "last")
+    ]
     choices = [
         dict(c, spans=k % 10 == 0)
         for k, c in enumerate(
-            sample + [dict(c, hardware="gloo-like") for c in sample[:50]]
+            sample + synced + [dict(c, hardware="gloo-like") for c in sample[:50]]
         )
     ]
     PRESETS["gloo-like"] = PRESETS["A100"].with_(reduce_scatter=1.4, overlap=False)

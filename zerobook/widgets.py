@@ -110,18 +110,23 @@ STEP_METHODS = {  # label -> (stage, prefetch, shard group: None for all ranks, 
 STEP_CHOICES = {  # each step explorer's menus: name -> options
     "per_node": [8, 4], "n": [8, 16, 64, 256, 1024], "batch": [1, 2, 4, 8], "seq": [2048, 4096, 8192],
     "recompute": ["none", "matmul inputs", "full"],  # predict_step's activation_checkpointing, "_" for " "
+    "reduce": ["bf16", "fp32"], "micro": [1, 2, 4],  # predict_step's reduce_dtype, micro_batches
 }
-STEP_DEFAULTS = {"per_node": 8, "n": 64, "batch": 1, "seq": 8192, "recompute": "matmul inputs"}
+STEP_DEFAULTS = {"per_node": 8, "n": 64, "batch": 1, "seq": 8192, "recompute": "matmul inputs", "reduce": "bf16",
+                 "micro": 1}
 
 
-def step_arguments(method: str, n: int, per_node: int, batch: int, seq: int, recompute: str) -> dict:
-    """The menus' choice as predict_step's keyword arguments (HSDP: one shard group per node)."""
+def step_arguments(method: str, n: int, per_node: int, batch: int, seq: int, recompute: str, reduce: str = "bf16",
+                   micro: int = 1) -> dict:
+    """The menus' choice as predict_step's keyword arguments (HSDP: one shard group per node); the
+    gradients reduced in `reduce`, `micro` micro-batches of `batch` sequences per step."""
     if method not in STEP_METHODS:
         raise ValueError(f"method must be one of {list(STEP_METHODS)}, got {method!r}")
     stage, prefetch, group, gather = STEP_METHODS[method]
     return dict(world_size=n, gpus_per_node=per_node, stage=stage, prefetch=prefetch, micro_batch=batch,
                 seq_len=seq, activation_checkpointing=None if recompute == "none" else recompute.replace(" ", "_"),
-                shard_group=per_node if group == "node" and per_node < n else None, param_gather=gather)
+                shard_group=per_node if group == "node" and per_node < n else None, param_gather=gather,
+                reduce_dtype=reduce, micro_batches=micro)
 
 
 def step_explorer(model: str = "Llama 3 8B", hardware: str = "H100", method: str = "ZeRO-3 + prefetch",
@@ -187,7 +192,11 @@ def step_explorer_live():
                 "batch": w.Dropdown(options=STEP_CHOICES["batch"], value=STEP_DEFAULTS["batch"], description="sequences"),
                 "seq": w.Dropdown(options=STEP_CHOICES["seq"], value=STEP_DEFAULTS["seq"], description="tokens each"),
                 "recompute": w.Dropdown(options=STEP_CHOICES["recompute"], value=STEP_DEFAULTS["recompute"],
-                                        description="recompute")}
+                                        description="recompute"),
+                "reduce": w.Dropdown(options=STEP_CHOICES["reduce"], value=STEP_DEFAULTS["reduce"],
+                                     description="reduce in"),
+                "micro": w.Dropdown(options=STEP_CHOICES["micro"], value=STEP_DEFAULTS["micro"],
+                                    description="micro-batches")}
     label, terms, picture = w.Label(), w.Label(), w.Output()
 
     def update(_=None):

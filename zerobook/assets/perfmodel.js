@@ -7,6 +7,8 @@
 // 16-bit. Keep it in step with zerobook/perfmodel.
 (function () {
   const OPTIMIZER_BYTES_PER_ELEMENT = 28, ALLOCATOR_MARGIN = 0.10, LOGIT_BYTES = 2 + 4, ELEMENT_BYTES = 2;
+  const DTYPE_BYTES = {bf16: 2, fp16: 2, fp32: 4};  // inputs.ELEMENT_BYTES
+  const GRAD_SYNC = {0: "last", 1: "last", 2: "every", 3: "every"};  // step.GRAD_SYNC
 
   // zerobook.perfmodel.models.ModelSpec: m has its fields (layers, hidden, heads, kv_heads, ...).
   const kvDim = (m) => Math.floor(m.hidden / m.heads) * m.kv_heads;
@@ -137,8 +139,12 @@
       .sort((a, b) => a.start - b.start);
   }
 
-  // zerobook.perfmodel.step.StepProgram, for stage 0-3, prefetch or not, HSDP (group < N).
-  function program(m, hw, layout, stage, t, prefetch, paramGather) {
+  // step.grad_syncs: whether each micro-batch's backward reduces
+  const gradSyncs = (stage, k, sync) => Array.from({length: k}, (_, i) => (sync || GRAD_SYNC[stage]) === "every" || i === k - 1);
+
+  // zerobook.perfmodel.step.StepProgram, for stage 0-3, prefetch or not, HSDP (group < N), gradients
+  // reduced in reduceBytes per element, micro-batches each reducing or not (syncs).
+  function program(m, hw, layout, stage, t, prefetch, paramGather, reduceBytes, syncs) {
     const ops = [];
     const add = (stream, what, unit, seconds, ...deps) => {
       const op = {stream: hw.overlap ? stream : "compute", what, unit, seconds, deps, start: null};
@@ -159,7 +165,7 @@
       return times * collectiveSeconds(kind, size, ranks, perNode, hw);
     }
     function collective(kind, unit, params, ...deps) {
-      const size = params * ELEMENT_BYTES;
+      const size = params * (kind === "all_gather" ? ELEMENT_BYTES : reduceBytes);
       let op = add("communication", kind.replace("_", "-"), unit, seconds(kind, size), ...deps);
       if (kind === "reduce_scatter" && replicas > 1) {
         // step.Layout.replica_stream: FSDP2's all_reduce_stream while the shard group is inside a node
@@ -169,36 +175,41 @@
       return op;
     }
     const compute = (what, unit, seconds, ...deps) => add("compute", what, unit, seconds, ...deps);
-    // forward
-    let previous = null;
     // StepProgram.ahead: stages 1-2 gathering the updated weights ahead of the next forward (Megatron)
-    const ahead = (stage === 1 || stage === 2) && paramGather === "next_forward", gathers = stage === 3 || ahead;
-    const gatherRoot = gathers ? collective("all_gather", "root", rootParams(m)) : null;
-    for (let k = 0; k < m.layers; k++) {
-      const deps = previous ? [["end", previous]] : [];
-      if (gathers) {
-        const issue = previous === null ? [] : [[prefetch || ahead ? "start" : "end", previous]];
-        const gather = collective("all_gather", `blocks.${k}`, blockParams(m), ...issue);
-        deps.push(["end", gather]);
-        if (gatherRoot !== null && k === 0) deps.push(["end", gatherRoot]);
-      }
-      previous = compute("forward", `blocks.${k}`, t.block_forward, ...deps);
-    }
-    const lastForward = compute("forward", "root", t.root_forward, ["end", previous]);
-    // backward
+    const ahead = (stage === 1 || stage === 2) && paramGather === "next_forward";
     const regather = (k, prev) => (stage !== 3 || k < 0 ? null
       : collective("all_gather", `blocks.${k}`, blockParams(m), [prefetch ? "start" : "end", prev]));
     const reduces = [], kind = stage === 0 ? "all_reduce" : "reduce_scatter";
-    previous = compute("backward", "root", t.root_backward, ["end", lastForward]);
-    let gather = regather(m.layers - 1, previous);
-    for (let k = m.layers - 1; k >= 0; k--) {
-      const deps = [["end", previous]].concat(gather ? [["end", gather]] : []);
-      previous = compute("backward", `blocks.${k}`, t.block_backward, ...deps);
-      gather = prefetch ? regather(k - 1, previous) : null;
-      reduces.push(collective(kind, `blocks.${k}`, blockParams(m), ["end", previous]));
-      if (!prefetch) gather = regather(k - 1, previous);
-    }
-    reduces.push(collective(kind, "root", rootParams(m), ["end", previous]));
+    let last = null;
+    syncs.forEach((sync, micro) => {
+      // forward: a later micro-batch's first gathers issued when the last backward ends
+      let previous = null;
+      const start = last ? [["end", last]] : [], gathers = stage === 3 || (ahead && micro === 0);
+      const gatherRoot = gathers ? collective("all_gather", "root", rootParams(m), ...start) : null;
+      for (let k = 0; k < m.layers; k++) {
+        const deps = previous ? [["end", previous]] : [];
+        if (gathers) {
+          const issue = previous === null ? start : [[prefetch || ahead ? "start" : "end", previous]];
+          const gather = collective("all_gather", `blocks.${k}`, blockParams(m), ...issue);
+          deps.push(["end", gather]);
+          if (gatherRoot !== null && k === 0) deps.push(["end", gatherRoot]);
+        }
+        previous = compute("forward", `blocks.${k}`, t.block_forward, ...deps);
+      }
+      const lastForward = compute("forward", "root", t.root_forward, ["end", previous]);
+      // backward
+      previous = compute("backward", "root", t.root_backward, ["end", lastForward]);
+      let gather = regather(m.layers - 1, previous);
+      for (let k = m.layers - 1; k >= 0; k--) {
+        const deps = [["end", previous]].concat(gather ? [["end", gather]] : []);
+        previous = compute("backward", `blocks.${k}`, t.block_backward, ...deps);
+        gather = prefetch ? regather(k - 1, previous) : null;
+        if (sync) reduces.push(collective(kind, `blocks.${k}`, blockParams(m), ["end", previous]));
+        if (!prefetch) gather = regather(k - 1, previous);
+      }
+      if (sync) reduces.push(collective(kind, "root", rootParams(m), ["end", previous]));
+      last = previous;
+    });
     const step = compute("optimizer step", "all", t.optimizer, ...reduces.map((r) => ["end", r]));
     if ((stage === 1 || stage === 2) && !ahead) collective("all_gather", "all", numParams(m), ["end", step]);
     return ops;
@@ -213,35 +224,40 @@
             root_backward: 2 * root, optimizer: shardElements * OPTIMIZER_BYTES_PER_ELEMENT / hw.memory_bandwidth};
   }
 
-  function peakMemory(m, stage, group, tokens, checkpointing, prefetch) {
+  function peakMemory(m, stage, group, tokens, checkpointing, prefetch, accumulated) {
     const psi = numParams(m), n = group;  // zerobook.memory.model_state_bytes, the ZeRO paper's 2 + 2 + 12
     const states = (stage >= 3 ? 2 / n : 2) * psi + (stage >= 2 ? 2 / n : 2) * psi + (stage >= 1 ? 12 / n : 12) * psi;
     const terms = {"model states": states, activations: m.layers * blockActivationBytes(m, tokens, checkpointing),
                    logits: tokens * m.vocab * LOGIT_BYTES};
     if (checkpointing === "full") terms.activations += blockActivationBytes(m, tokens, null);
     if (stage === 3) terms["gathered units"] = 2 * (rootParams(m) + (prefetch ? 2 : 1) * blockParams(m));
+    if (accumulated && stage >= 2) terms["accumulated gradients"] = accumulated * psi;
     terms["allocator margin"] = ALLOCATOR_MARGIN * Object.values(terms).reduce((a, b) => a + b, 0);
     return terms;
   }
 
   // predict_step(m, hw, {world_size, gpus_per_node, stage, micro_batch, seq_len,
-  //                      activation_checkpointing, prefetch, shard_group, param_gather})
+  //                      activation_checkpointing, prefetch, shard_group, param_gather,
+  //                      reduce_dtype, micro_batches, grad_sync}): weights in bf16
   function predictStep(m, hw, o) {
     const group = o.shard_group || o.world_size, tokens = o.micro_batch * o.seq_len;
     const shard = numParams(m) / (o.stage ? group : 1);
     const t = stepTimes(m, hw, tokens, o.seq_len, o.activation_checkpointing, shard);
     const layout = {n: o.world_size, perNode: o.gpus_per_node, group};
-    const timeline = schedule(program(m, hw, layout, o.stage, t, o.prefetch, o.param_gather || "after_step"));
-    const memory = peakMemory(m, o.stage, group, tokens, o.activation_checkpointing, o.prefetch);
+    const k = o.micro_batches || 1, syncs = gradSyncs(o.stage, k, o.grad_sync);
+    const timeline = schedule(program(m, hw, layout, o.stage, t, o.prefetch, o.param_gather || "after_step",
+                                      DTYPE_BYTES[o.reduce_dtype || "bf16"], syncs));
+    const memory = peakMemory(m, o.stage, group, tokens, o.activation_checkpointing, o.prefetch,
+                              k > 1 && !syncs[0] ? DTYPE_BYTES[o.reduce_dtype || "bf16"] : 0);
     const peak = Object.values(memory).reduce((a, b) => a + b, 0);
     const busy = {compute: 0.0, communication: 0.0};
     for (const s of timeline) {
       busy[["forward", "backward", "optimizer step"].includes(s.what) ? "compute" : "communication"] += s.end - s.start;
     }
     const step = Math.max(...timeline.map((s) => s.end));
-    const mfu = flopsPerToken(m, o.seq_len) * tokens / (step * hw.peak_flops);
+    const mfu = flopsPerToken(m, o.seq_len) * (k * tokens) / (step * hw.peak_flops);
     return {compute_s: busy.compute, comm_s: busy.communication, exposed_comm_s: step - busy.compute, step_s: step,
-            peak_memory_bytes: peak, memory, mfu, tokens_per_second: tokens / step, fits: peak <= hw.memory_bytes,
+            peak_memory_bytes: peak, memory, mfu, tokens_per_second: k * tokens / step, fits: peak <= hw.memory_bytes,
             timeline};
   }
 

@@ -21,21 +21,21 @@ from zerobook.perfmodel.collectives import (
     nccl_choice,
 )
 from zerobook.perfmodel.models import (
-    CHECKPOINTING,
     GPT3_175B,
     LLAMA3_8B,
     LLAMA3_70B,
     MODELS,
     ModelSpec,
 )
+from zerobook.perfmodel.inputs import ELEMENT_BYTES, check
 from zerobook.perfmodel.schedule import Span
-from zerobook.perfmodel.step import OPTIMIZER_BYTES_PER_ELEMENT, Layout, StepProgram
+from zerobook.perfmodel.step import (
+    OPTIMIZER_BYTES_PER_ELEMENT,
+    Layout,
+    StepProgram,
+    grad_syncs,
+)
 
-ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-PARAM_GATHERS = (
-    "after_step",
-    "next_forward",
-)  # stages 1-2: exposed, or overlapped (Megatron)
 ALLOCATOR_MARGIN = 0.10  # the caching allocator's fragmentation and the kernels' workspace: an assumption
 LOGIT_BYTES = (
     2 + 4
@@ -77,62 +77,6 @@ class Prediction:
     timeline: list[Span]
 
 
-def check(
-    model,
-    hardware,
-    world_size,
-    gpus_per_node,
-    stage,
-    micro_batch,
-    seq_len,
-    checkpointing,
-    dtype,
-    shard_group,
-):
-    """Clear errors for inputs the model cannot price."""
-    for name, value in (
-        ("world_size", world_size),
-        ("gpus_per_node", gpus_per_node),
-        ("micro_batch", micro_batch),
-        ("seq_len", seq_len),
-    ):
-        if not (isinstance(value, int) and value >= 1):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if world_size > gpus_per_node and world_size % gpus_per_node:
-        raise ValueError(
-            f"world_size {world_size} is not a multiple of gpus_per_node {gpus_per_node}"
-        )
-    if shard_group is not None and (
-        stage == 0 or shard_group < 1 or world_size % shard_group
-    ):
-        raise ValueError(
-            f"shard_group {shard_group} must divide world_size {world_size} (and stage >= 1)"
-        )
-    g = shard_group
-    if g is not None and (
-        g > gpus_per_node
-        and g % gpus_per_node
-        or g < gpus_per_node
-        and gpus_per_node % g
-    ):
-        raise ValueError(
-            f"shard_group {g} must be whole nodes or divide a node of {gpus_per_node} GPUs"
-        )
-    if gpus_per_node > hardware.gpus_per_node:
-        raise ValueError(
-            f"gpus_per_node {gpus_per_node} is more than {hardware.name}'s {hardware.gpus_per_node}"
-        )
-    if (
-        stage not in (0, 1, 2, 3)
-        or checkpointing not in CHECKPOINTING
-        or dtype not in ELEMENT_BYTES
-    ):
-        raise ValueError(
-            f"stage must be 0-3, activation_checkpointing one of {CHECKPOINTING}, "
-            f"dtype one of {list(ELEMENT_BYTES)}: got {stage!r}, {checkpointing!r}, {dtype!r}"
-        )
-
-
 def step_times(
     model: ModelSpec,
     hardware,
@@ -161,10 +105,19 @@ def step_times(
 
 
 def peak_memory(
-    model: ModelSpec, stage: int, group: int, tokens: int, checkpointing, prefetch: bool
+    model: ModelSpec,
+    stage: int,
+    group: int,
+    tokens: int,
+    checkpointing,
+    prefetch: bool,
+    accumulated: int = 0,
 ) -> dict:
     """The terms of a GPU's peak: model states (the calculator, sharded over the group), the
-    activations backward keeps, the logits, full 16-bit units gathered (stage 3), and a margin."""
+    activations backward keeps, the logits, full 16-bit units gathered (stage 3), the
+    gradients `accumulated` unsharded between micro-batches (bytes per element: FSDP2 keeps
+    them in the reduction dtype, FSDPParam.to_accumulated_grad_if_needed; stages 2-3 synced
+    only on the last), and a margin."""
     psi = model.num_params()
     terms = {
         "model states": memory.model_state_bytes(
@@ -180,6 +133,8 @@ def peak_memory(
         terms["gathered units"] = 2 * (
             model.root_params() + (2 if prefetch else 1) * model.block_params()
         )
+    if accumulated and stage >= 2:
+        terms["accumulated gradients"] = accumulated * psi
     terms["allocator margin"] = ALLOCATOR_MARGIN * sum(terms.values())
     return terms
 
@@ -200,6 +155,9 @@ def predict_step(
     allow_oom: bool = False,
     bucket_params: int | None = None,
     param_gather: str = "after_step",
+    reduce_dtype: str | None = None,
+    micro_batches: int = 1,
+    grad_sync: str | None = None,
 ) -> Prediction:
     """One training step of `model` on `world_size` GPUs of `hardware` in nodes of
     `gpus_per_node`: DDP (stage 0) or ZeRO stage 1-3 sharding over all ranks, or over groups of
@@ -209,30 +167,30 @@ def predict_step(
     all-gather "after_step", exposed, as DeepSpeed's ZeRO-1/2 and ours run it, or block by block
     ahead of the "next_forward", overlapped, as Megatron's distributed optimizer does with
     overlap_param_gather (off by default: Megatron-LM's DistributedDataParallelConfig).
+    `reduce_dtype`: the gradients' reductions (None: `dtype`; "fp32" as torchtitan reduces by
+    default, FSDP2's MixedPrecisionPolicy(reduce_dtype=torch.float32)). `micro_batches` k per
+    step (gradient accumulation), each `micro_batch` sequences: stage 3 gathers for every one,
+    and the gradients are reduced after every one or the last (`grad_sync`, None: the stage's
+    default, step.GRAD_SYNC).
     Raises ValueError on bad input, and when the step does not fit in the GPU's memory (unless
     allow_oom: then `fits` says so)."""
     check(
         model,
         hardware,
-        world_size,
-        gpus_per_node,
-        stage,
-        micro_batch,
-        seq_len,
-        activation_checkpointing,
-        dtype,
-        shard_group,
+        world_size=world_size,
+        gpus_per_node=gpus_per_node,
+        stage=stage,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        checkpointing=activation_checkpointing,
+        dtype=dtype,
+        shard_group=shard_group,
+        bucket_params=bucket_params,
+        param_gather=param_gather,
+        reduce_dtype=reduce_dtype,
+        micro_batches=micro_batches,
+        grad_sync=grad_sync,
     )
-    if param_gather not in PARAM_GATHERS:
-        raise ValueError(
-            f"param_gather must be one of {PARAM_GATHERS}, got {param_gather!r}"
-        )
-    if bucket_params is not None and not (
-        isinstance(bucket_params, int) and bucket_params >= 1
-    ):
-        raise ValueError(
-            f"bucket_params must be a positive integer or None, got {bucket_params!r}"
-        )
     group = shard_group or world_size
     layout, tokens = Layout(world_size, gpus_per_node, group), micro_batch * seq_len
     shard = model.num_params() / (group if stage else 1)
@@ -249,10 +207,20 @@ def predict_step(
         prefetch,
         bucket_params,
         param_gather,
+        ELEMENT_BYTES[reduce_dtype or dtype],
+        micro_batches,
+        grad_sync,
     ).build()
     timeline = program.schedule()
+    waits = micro_batches > 1 and not grad_syncs(stage, micro_batches, grad_sync)[0]
     memory_terms = peak_memory(
-        model, stage, group, tokens, activation_checkpointing, prefetch
+        model,
+        stage,
+        group,
+        tokens,
+        activation_checkpointing,
+        prefetch,
+        ELEMENT_BYTES[reduce_dtype or dtype] if waits else 0,
     )
     peak, fits = (
         sum(memory_terms.values()),
@@ -264,7 +232,9 @@ def predict_step(
             f"({', '.join(f'{k} {v / 1e9:.1f}' for k, v in memory_terms.items())}), "
             f"{hardware.memory_bytes / 1e9:.0f} GB on the GPU"
         )
-    return summarize(model, hardware, timeline, tokens, seq_len, memory_terms, fits)
+    return summarize(
+        model, hardware, timeline, micro_batches * tokens, seq_len, memory_terms, fits
+    )
 
 
 def summarize(
@@ -276,7 +246,8 @@ def summarize(
     memory_terms: dict,
     fits: bool,
 ):
-    """Busy times per stream, the step's length, what the computation waited for, MFU."""
+    """Busy times per stream, the step's length, what the computation waited for, MFU
+    (`tokens`: the step's, every micro-batch's)."""
     busy = {"compute": 0.0, "communication": 0.0}
     for span in timeline:
         kind = "compute" if span.what in COMPUTATIONS else "communication"

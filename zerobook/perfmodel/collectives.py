@@ -258,21 +258,31 @@ def critical_tokens_per_gpu(
     gpus_per_node: int,
     shard_group: int | None = None,
     element_bytes: int = 2,
+    reduce_bytes: int | None = None,
+    micro_batches: int = 1,
 ) -> float:
     """T*: tokens per GPU per step above which ZeRO-3's collectives can hide behind its
     computation. Per parameter, 6 T FLOPs at the sustained rate against the ring's bytes
-    at the bus bandwidth: two all-gathers and a reduce-scatter over the shard group and
-    (HSDP, a shard_group) an all-reduce of each 1/G shard over the N/G replicas: beside them
-    when the shard group is inside a node (NVLink and the NICs at once, as FSDP2 streams them:
-    the longer sets T*), after them when both cross the NICs. Ψ cancels."""
-    group = shard_group or world_size
+    at the bus bandwidth: two all-gathers (`element_bytes` each) and a reduce-scatter
+    (`reduce_bytes`, None: the same) over the shard group and (HSDP, a shard_group) an
+    all-reduce of each 1/G shard over the N/G replicas: beside them when the shard group is
+    inside a node (NVLink and the NICs at once, as FSDP2 streams them: the longer sets T*),
+    after them when both cross the NICs. Ψ cancels. With `micro_batches` k, every micro-batch
+    gathers again and the last (or every one) reduces: each must hide its own, so a step
+    needs k times one micro-batch's T*."""
+    group, reduce_bytes = shard_group or world_size, reduce_bytes or element_bytes
     check("all_gather", 0, group, min(group, gpus_per_node), hardware.gpus_per_node)
     if world_size % group or (group < gpus_per_node and gpus_per_node % group):
         raise ValueError(
             f"shard_group {group} must divide world_size {world_size} and fit the nodes"
         )
+    if not (isinstance(micro_batches, int) and micro_batches >= 1):
+        raise ValueError(
+            f"micro_batches must be a positive integer, got {micro_batches!r}"
+        )
+    sent = 2 * element_bytes + reduce_bytes  # bytes per parameter per micro-batch
     inside = (
-        3
+        sent
         * (group - 1)
         / group
         / bus_bandwidth(group, min(group, gpus_per_node), hardware)
@@ -281,11 +291,8 @@ def critical_tokens_per_gpu(
     if replicas > 1:
         per_node = max(1, gpus_per_node // group)
         across = (
-            2
-            * (replicas - 1)
-            / replicas
-            / group
+            2 * reduce_bytes * (replicas - 1) / replicas / group
             / bus_bandwidth(replicas, per_node, hardware)
-        )
+        )  # fmt: skip
     seconds = max(inside, across) if group <= gpus_per_node else inside + across
-    return hardware.peak_flops * hardware.sustained * element_bytes * seconds / 6
+    return micro_batches * hardware.peak_flops * hardware.sustained * seconds / 6

@@ -34,8 +34,7 @@ HARDWARE = {
 # MosaicML's H100 rows at 128 GPUs and more: the network is not stated
 LARGE_SCALE = (
     "network not stated: 8 x 400 Gb/s per node (with half of it the prediction moves "
-    "by under 1%); gradients reduced in fp32 (MP Mode DEFAULT), priced in bf16: ~1% of "
-    "a step"
+    "by under 1%)"
 )
 
 
@@ -88,7 +87,14 @@ def tokens_row(
     ac,
     assumed,
     fitted=False,
+    reduce="fp32",
+    accumulate=1,
 ):
+    """A run's throughput, with what it ran: `micro` sequences of `seq` tokens per
+    micro-batch, `accumulate` micro-batches per step (each reduce-scattered: Composer syncs
+    FSDP every micro-batch, composer/distributed/dist_strategy.py, ddp_sync_context), the
+    gradients reduced in `reduce` (MosaicML's MP Mode DEFAULT and torchtitan's default: fp32;
+    PURE: bf16)."""
     where = WHERE[cite]
     return {
         "id": id,
@@ -103,6 +109,8 @@ def tokens_row(
         "micro_batch": micro,
         "seq_len": seq,
         "checkpointing": ac,
+        "reduce_dtype": reduce,
+        "micro_batches": accumulate,
         "assumed": assumed,
         "fitted": fitted,
     }
@@ -134,61 +142,60 @@ ROWS = [
     tokens_row(
         "MPT-7B, 8 A100 (fitted)", FOUNDRY,
         "7b | 2048 | 8 | a100_80gb | 64.23 | [...] | 6 | 2 | [...] | 4641 | [...] | "
-        "FULL_SHARD | False", 4641, 8, mpt(32, 4096, 2048), "A100", 6, 2048, None,
-        "gradients reduced in fp32 (MP Mode DEFAULT), priced in bf16: ~1% of a step",
-        fitted=True),
+        "amp_bf16 | DEFAULT | FULL_SHARD | False", 4641, 8, mpt(32, 4096, 2048), "A100", 6, 2048, None,
+        "GradAccum 2", fitted=True, accumulate=2),
     tokens_row(
         "MPT-70B, 64 A100", FOUNDRY,
         "70b | 2048 | 64 | a100_80gb | 53.33 | [...] | 8 | 4 | [...] | 410 | [...] | "
-        "FULL_SHARD | True", 410, 64, mpt(80, 8192, 2048), "A100", 8, 2048, "full",
-        "1600 Gbps RoCE per node = 8 x 200 Gb/s; bf16 collectives (PURE)"),
+        "bf16 | PURE | FULL_SHARD | True", 410, 64, mpt(80, 8192, 2048), "A100", 8, 2048, "full",
+        "1600 Gbps RoCE per node = 8 x 200 Gb/s; GradAccum 4", reduce="bf16", accumulate=4),
     tokens_row(
         "MPT-7B, 128 A100 40GB", FOUNDRY,
         "7b | 2048 | 128 | a100_40gb | 50.14 | [...] | 18 | 1 | [...] | 3623 | [...] | "
-        "FULL_SHARD | True", 3623, 128, mpt(32, 4096, 2048), "A100 40GB", 18, 2048,
-        "full", "1600 Gbps RoCE per node = 8 x 200 Gb/s; bf16 collectives (PURE)"),
+        "bf16 | PURE | FULL_SHARD | True", 3623, 128, mpt(32, 4096, 2048), "A100 40GB", 18, 2048,
+        "full", "1600 Gbps RoCE per node = 8 x 200 Gb/s", reduce="bf16"),
     tokens_row(
         "MPT-7B, 8 H100", FOUNDRY,
         "7b | 2048 | 8 | h100_80gb | 46.44 | [...] | 6 | 1 | [...] | 10643 | [...] | "
-        "FULL_SHARD | False", 10643, 8, mpt(32, 4096, 2048), "H100", 6, 2048, None,
-        "gradients reduced in fp32 (MP Mode DEFAULT), priced in bf16: ~1% of a step"),
+        "amp_bf16 | DEFAULT | FULL_SHARD | False", 10643, 8, mpt(32, 4096, 2048), "H100", 6, 2048, None,
+        "nothing beyond the table's own settings"),
     tokens_row(
         "MPT-70B, 64 H100", FOUNDRY,
         "70b | 2048 | 64 | h100_80gb | 42.57 | [...] | 8 | 4 | [...] | 1039 | [...] | "
-        "FULL_SHARD | True", 1039, 64, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
-        "network not stated: 8 x 400 Gb/s per node; gradients reduced in fp32 "
-        "(DEFAULT), priced in bf16: ~1% of a step"),
+        "amp_bf16 | DEFAULT | FULL_SHARD | True", 1039, 64, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
+        "network not stated: 8 x 400 Gb/s per node; GradAccum 4", accumulate=4),
     # MosaicML's "H100 80GB BF16 (Large Scale, >= 128 GPUs)" table: FSDP alone on 512
     tokens_row(
         "MPT-7B, 512 H100", FOUNDRY,
         "7b | 2048 | 512 | h100_80gb | 42.2 | [...] | 6 | 1 | [...] | 9670 | [...] | "
-        "FULL_SHARD | False", 9670, 512, mpt(32, 4096, 2048), "H100", 6, 2048, None,
+        "amp_bf16 | DEFAULT | FULL_SHARD | False", 9670, 512, mpt(32, 4096, 2048), "H100", 6, 2048, None,
         LARGE_SCALE),
     tokens_row(
         "MPT-13B, 512 H100", FOUNDRY,
         "13b | 2048 | 512 | h100_80gb | 41.12 | [...] | 16 | 1 | [...] | 4952 | [...] | "
-        "FULL_SHARD | True", 4952, 512, mpt(40, 5120, 2048), "H100", 16, 2048, "full",
+        "amp_bf16 | DEFAULT | FULL_SHARD | True", 4952, 512, mpt(40, 5120, 2048), "H100", 16, 2048, "full",
         LARGE_SCALE),
     tokens_row(
         "MPT-30B, 512 H100", FOUNDRY,
         "30b | 2048 | 512 | h100_80gb | 40.27 | [...] | 8 | 1 | [...] | 2115 | [...] | "
-        "FULL_SHARD | True", 2115, 512, mpt(48, 7168, 2048), "H100", 8, 2048, "full",
+        "amp_bf16 | DEFAULT | FULL_SHARD | True", 2115, 512, mpt(48, 7168, 2048), "H100", 8, 2048, "full",
         LARGE_SCALE),
     tokens_row(
         "MPT-70B, 512 H100", FOUNDRY,
         "70b | 2048 | 512 | h100_80gb | 41.25 | [...] | 8 | 1 | [...] | 1007 | [...] | "
-        "FULL_SHARD | True", 1007, 512, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
+        "amp_bf16 | DEFAULT | FULL_SHARD | True", 1007, 512, mpt(80, 8192, 2048), "H100", 8, 2048, "full",
         LARGE_SCALE),
     tokens_row(
         "torchtitan Llama 3 8B, 64 A100", "liang2024torchtitan",
         "| 8B | 1 | selective layer | 2904 | 56.8% |", 2904, 64, LLAMA3_8B, "A100", 1,
         8192, "layer", "selective layer AC checkpoints every second block: half the "
-        "blocks recompute their forward; gradients reduced in fp32 (torchtitan's "
-        "default), priced in bf16: ~1% of a step"),
+        "blocks recompute their forward; gradients reduced in fp32, torchtitan's "
+        "default (mixed_precision_reduce), not stated with the figure"),
     tokens_row(
         "torchtitan Llama 3 70B, 64 A100", "liang2024torchtitan",
         "| 70B | 1 | full | 331 | 51.7% |", 331, 64, LLAMA3_70B, "A100", 1, 8192, "full",
-        "gradients reduced in fp32 (torchtitan's default), priced in bf16: ~1% of a step"),
+        "gradients reduced in fp32, torchtitan's default (mixed_precision_reduce), not "
+        "stated with the figure"),
 ]
 # fmt: on
 
@@ -202,9 +209,10 @@ def predict_busbw(row: dict, hardware=None) -> float:
     return row["size"] / seconds * 2 * (n - 1) / n / 1e9
 
 
-def predict_tokens(row: dict, hardware=None, dtype: str = "bf16") -> float:
+def predict_tokens(row: dict, hardware=None, reduce_dtype: str | None = None) -> float:
     """Tokens per second per GPU of FSDP's full sharding (ZeRO-3, prefetch) with the
-    row's micro-batch, every collective in `dtype`; "layer" checkpointing (every second
+    row's micro-batches, weights gathered in bf16 and gradients reduced as the run did (or in
+    `reduce_dtype`); "layer" checkpointing (every second
     block: torchtitan's "selective layer") as the mean of the step with every block recomputed
     and with none recomputed (priced as "matmul_inputs", whose elementwise recomputation the
     model counts as free: the time of none, in the memory that fits). Raises ValueError where
@@ -218,9 +226,10 @@ def predict_tokens(row: dict, hardware=None, dtype: str = "bf16") -> float:
         "stage": 3,
         "seq_len": row["seq_len"],
         "micro_batch": row["micro_batch"],
-        "dtype": dtype,
+        "micro_batches": row["micro_batches"],
+        "reduce_dtype": reduce_dtype or row["reduce_dtype"],
     }
-    tokens = row["micro_batch"] * row["seq_len"]
+    tokens = row["micro_batches"] * row["micro_batch"] * row["seq_len"]
     if row["checkpointing"] == "layer":
         steps = [
             predict_step(

@@ -18,14 +18,16 @@ time (gloo's is an all-reduce and copies). Gradients are reduced one collective 
 way), or, given `bucket_params`, in buckets of that many as backward fills them (DDP's and our
 ZeRO-1/2's way: a bucket's latency is paid per bucket). The optimizer's step reads and writes
 every shard element's 28 bytes (fp32 master, momentum and variance, the gradient, the 16-bit
-copy) at HBM bandwidth.
+copy) at HBM bandwidth. Weights travel in element_bytes, gradients in reduce_bytes (fp32: 4).
+With k micro-batches per step, forward and backward run k times (stage 3 gathering in each),
+the gradients reduced after each or the last (GRAD_SYNC), one optimizer step.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zerobook.perfmodel.collectives import collective_seconds, link_bytes
+from zerobook.perfmodel.collectives import collective_seconds
 from zerobook.perfmodel.schedule import Program
 
 OPTIMIZER_BYTES_PER_ELEMENT = 28  # read master, m, v (12) + 16-bit grad (2); write master, m, v (12) + 16-bit copy (2)
@@ -63,6 +65,24 @@ class Layout:
         return group, min(group, g)
 
 
+# With several micro-batches, when each stage reduces its gradients as the software ships it:
+# DDP under no_sync, as training loops use it, and DeepSpeed's ZeRO-1 once, at the accumulation
+# boundary; DeepSpeed's ZeRO-2 after every micro-batch (deepspeed/runtime/zero/stage_1_and_2.py,
+# reduce_ready_partitions_and_remove_grads); FSDP2 after every backward unless
+# set_requires_gradient_sync(False) (then "last": the unsharded gradients wait).
+GRAD_SYNC = {0: "last", 1: "last", 2: "every", 3: "every"}
+GRAD_SYNCS = ("every", "last")
+
+
+def grad_syncs(
+    stage: int, micro_batches: int, grad_sync: str | None = None
+) -> list[bool]:
+    """For each of the step's micro-batches, whether its backward reduces the gradients:
+    every one ("every"), or only the last ("last"); None: the stage's GRAD_SYNC."""
+    sync = grad_sync or GRAD_SYNC[stage]
+    return [sync == "every" or m == micro_batches - 1 for m in range(micro_batches)]
+
+
 def bucket_sizes(params: int, bucket_params: int) -> list[int]:
     """`params` elements cut into buckets of `bucket_params` (the last one what is left)."""
     full, rest = divmod(params, bucket_params)
@@ -83,6 +103,9 @@ class StepProgram:
         prefetch: bool,
         bucket_params: int | None = None,
         param_gather: str = "after_step",
+        reduce_bytes: int | None = None,
+        micro_batches: int = 1,
+        grad_sync: str | None = None,
     ):
         self.spec, self.hardware, self.layout, self.stage = (
             spec,
@@ -96,6 +119,10 @@ class StepProgram:
         # DeepSpeed's and ours) or block by block just ahead of the next forward ("next_forward",
         # Megatron's distributed optimizer with overlap_param_gather)
         self.ahead = stage in (1, 2) and param_gather == "next_forward"
+        # gradients reduced in reduce_bytes per element (fp32: 4), weights sent in element_bytes;
+        # the micro-batches whose backward reduces
+        self.reduce_bytes = reduce_bytes or element_bytes
+        self.syncs = grad_syncs(stage, micro_batches, grad_sync)
         self.program = Program(hardware.overlap)
 
     def seconds(self, kind: str, size: float) -> float:
@@ -116,7 +143,9 @@ class StepProgram:
         """A collective of `params` elements: DDP's all-reduce over every rank, ZeRO's
         all-gather and reduce-scatter over the shard group (and, under HSDP, an all-reduce of
         the shard over the replicas)."""
-        size = params * self.element_bytes
+        size = params * (
+            self.element_bytes if kind == "all_gather" else self.reduce_bytes
+        )
         seconds = self.seconds(kind, size)
         op = self.program.add(
             "communication", kind.replace("_", "-"), unit, seconds, *deps
@@ -135,15 +164,16 @@ class StepProgram:
     def compute(self, what: str, unit: str, seconds: float, *deps):
         return self.program.add("compute", what, unit, seconds, *deps)
 
-    def forward(self) -> list:
+    def forward(self, after=None, first: bool = True) -> list:
         """Forward: (stage 3) gather each block, compute, free; the root kept throughout.
         (Stages 1-2 with the gather ahead: the last step's updated weights, gathered the same
-        way, each block's issued when the block before it starts.)"""
+        way, each block's issued when the block before it starts: the first micro-batch only.)
+        A later micro-batch's first gathers are issued when `after` (the last backward) ends."""
         t, blocks, ops = self.times, self.spec.layers, []
-        previous = None
-        gathers = self.stage == 3 or self.ahead
+        previous, start = None, [("end", after)] if after else []
+        gathers = self.stage == 3 or (self.ahead and first)
         gather_root = (
-            self.collective("all_gather", "root", self.spec.root_params())
+            self.collective("all_gather", "root", self.spec.root_params(), *start)
             if gathers
             else None
         )
@@ -151,7 +181,7 @@ class StepProgram:
             deps = [("end", previous)] if previous else []
             if gathers:
                 issue = (
-                    []
+                    start
                     if previous is None
                     else [("start" if self.prefetch or self.ahead else "end", previous)]
                 )
@@ -167,17 +197,19 @@ class StepProgram:
             self.compute("forward", "root", t["root_forward"], ("end", previous))
         ]
 
-    def backward(self, last_forward) -> list:
+    def backward(self, last_forward, sync: bool = True) -> list:
         """Backward, last block first: (stage 3) gather again — with prefetch issued when the
         block after it starts its backward, so it goes before that block's reduce-scatter —
         compute, reduce; DDP all-reduces and ZeRO-1/2 reduce-scatter each block's gradients as
         soon as they are ready. One communication stream: a reduce-scatter and a gather do not
-        share the links at once (FSDP2 gives them two streams; the bandwidth is shared anyway)."""
+        share the links at once (FSDP2 gives them two streams; the bandwidth is shared anyway).
+        Without `sync` (a micro-batch before the last, gradients accumulated) nothing is reduced.
+        Returns the reductions and the last computation."""
         t, blocks = self.times, self.spec.layers
         previous = self.compute(
             "backward", "root", t["root_backward"], ("end", last_forward)
         )
-        self.reduces, self.pending = [], 0
+        self.reduces, self.pending, self.sync = [], 0, sync
         gather = self.regather(blocks - 1, previous)
         for k in reversed(range(blocks)):
             deps = [("end", previous)] + ([("end", gather)] if gather else [])
@@ -189,12 +221,14 @@ class StepProgram:
             if not self.prefetch:
                 gather = self.regather(k - 1, previous)
         self.reduce("root", self.spec.root_params(), previous, last=True)
-        return self.reduces
+        return self.reduces, previous
 
     def reduce(self, unit: str, params: int, ready, last: bool = False) -> None:
         """The gradients of `unit` are ready when `ready` ends: reduce them (all-reduce for DDP,
         reduce-scatter for ZeRO), as one collective, or into buckets — a full bucket goes at
         once, the last partial one after the last unit."""
+        if not self.sync:
+            return
         kind = "all_reduce" if self.stage == 0 else "reduce_scatter"
         if self.bucket_params is None:
             self.reduces.append(self.collective(kind, unit, params, ("end", ready)))
@@ -220,8 +254,11 @@ class StepProgram:
         )
 
     def build(self) -> Program:
-        forward = self.forward()
-        reduces = self.backward(forward[-1])
+        reduces, last = [], None
+        for m, sync in enumerate(self.syncs):
+            forward = self.forward(last, first=m == 0)
+            reduced, last = self.backward(forward[-1], sync)
+            reduces += reduced
         step = self.compute(
             "optimizer step",
             "all",
@@ -242,37 +279,3 @@ class StepProgram:
                     ("end", step),
                 )
         return self.program
-
-
-def traffic_per_gpu(
-    spec, stage: int, layout: Layout, element_bytes: int = 2, nics_per_gpu: float = 1.0
-) -> dict:
-    """Bytes per step a ring sends on each kind of link: "nvlink", one GPU's; "network", one
-    NIC's (a node's egress over its NICs, nics_per_gpu per GPU). DDP all-reduces 2Psi over every
-    rank; ZeRO-1/2 reduce-scatter and all-gather Psi over the shard group; ZeRO-3 gathers twice
-    (the root once: it is kept) and reduce-scatters once; HSDP adds the all-reduce of each shard
-    (Psi/G) over the N/G replicas. Each collective's bytes per link: collectives.link_bytes."""
-    psi, group = spec.num_params(), layout.shard_group
-    gathered = 2 * psi - spec.root_params() if stage == 3 else psi
-    if stage == 0:
-        parts = [("all_reduce", "all_reduce", psi)]
-    else:
-        parts = [
-            ("all_gather", "all_gather", gathered),
-            ("reduce_scatter", "reduce_scatter", psi),
-        ]
-        if layout.replicas > 1:
-            parts.append(("all_reduce", "replicas", psi / group))
-    out = {"nvlink": 0.0, "network": 0.0}
-    for kind, who, params in parts:
-        ranks, per_node = layout.group(who)
-        sent = link_bytes(
-            kind,
-            params * element_bytes,
-            world_size=ranks,
-            gpus_per_node=per_node,
-            nics_per_gpu=nics_per_gpu,
-        )
-        out["nvlink"] += sent["nvlink"]
-        out["network"] += sent["nic"]
-    return out

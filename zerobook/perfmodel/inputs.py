@@ -1,0 +1,96 @@
+"""The step model's inputs: the element sizes and schedules it knows, and clear errors for
+inputs it cannot price (zerobook.perfmodel.predict_step)."""
+
+from __future__ import annotations
+
+from zerobook.perfmodel.models import CHECKPOINTING
+from zerobook.perfmodel.step import GRAD_SYNCS
+
+ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+PARAM_GATHERS = (
+    "after_step",
+    "next_forward",
+)  # stages 1-2: exposed, or overlapped (Megatron)
+
+
+def positive(**values) -> None:
+    """ValueError naming the first value that is not a positive integer."""
+    for name, value in values.items():
+        if not (isinstance(value, int) and value >= 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_layout(world_size, gpus_per_node, stage, shard_group, hardware) -> None:
+    """Whole nodes, and a shard group that divides the ranks into whole nodes or parts of one."""
+    if world_size > gpus_per_node and world_size % gpus_per_node:
+        raise ValueError(
+            f"world_size {world_size} is not a multiple of gpus_per_node {gpus_per_node}"
+        )
+    g = shard_group
+    if g is not None and (stage == 0 or g < 1 or world_size % g):
+        raise ValueError(
+            f"shard_group {g} must divide world_size {world_size} (and stage >= 1)"
+        )
+    if g is not None and (
+        g > gpus_per_node
+        and g % gpus_per_node
+        or g < gpus_per_node
+        and gpus_per_node % g
+    ):
+        raise ValueError(
+            f"shard_group {g} must be whole nodes or divide a node of {gpus_per_node} GPUs"
+        )
+    if gpus_per_node > hardware.gpus_per_node:
+        raise ValueError(
+            f"gpus_per_node {gpus_per_node} is more than {hardware.name}'s {hardware.gpus_per_node}"
+        )
+
+
+def check(
+    model,
+    hardware,
+    *,
+    world_size,
+    gpus_per_node,
+    stage,
+    micro_batch,
+    seq_len,
+    checkpointing,
+    dtype,
+    shard_group,
+    bucket_params=None,
+    param_gather="after_step",
+    reduce_dtype=None,
+    micro_batches=1,
+    grad_sync=None,
+) -> None:
+    """Clear errors for inputs the model cannot price."""
+    positive(
+        world_size=world_size,
+        gpus_per_node=gpus_per_node,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        micro_batches=micro_batches,
+    )
+    check_layout(world_size, gpus_per_node, stage, shard_group, hardware)
+    if (
+        stage not in (0, 1, 2, 3)
+        or checkpointing not in CHECKPOINTING
+        or dtype not in ELEMENT_BYTES
+        or reduce_dtype not in (None, *ELEMENT_BYTES)
+    ):
+        raise ValueError(
+            f"stage must be 0-3, activation_checkpointing one of {CHECKPOINTING}, dtype and "
+            f"reduce_dtype one of {list(ELEMENT_BYTES)} (reduce_dtype also None): got "
+            f"{stage!r}, {checkpointing!r}, {dtype!r}, {reduce_dtype!r}"
+        )
+    if param_gather not in PARAM_GATHERS:
+        raise ValueError(
+            f"param_gather must be one of {PARAM_GATHERS}, got {param_gather!r}"
+        )
+    if grad_sync not in (None, *GRAD_SYNCS):
+        raise ValueError(
+            f"grad_sync must be one of {GRAD_SYNCS} or None, got {grad_sync!r}"
+        )
+    if bucket_params is not None:
+        positive(bucket_params=bucket_params)
