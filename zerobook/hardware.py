@@ -3,7 +3,7 @@ bytes/s, seconds.
 
     H100_NODE.peak_flops      # 989.4e12: dense BF16, per GPU (the datasheet)
     H100_NODE.sustained       # 0.80: bf16 matmul measured here, over the datasheet
-    H100_NODE.nic_bandwidth   # 50e9: one 400 Gb/s NIC, one direction; eight per node
+    H100_NODE.nic_bandwidth   # 47e9: one 400 Gb/s NIC as NCCL carries it; eight per node
 
 A node is described as it is: each GPU's NVLink bandwidth per direction, the node's NICs
 and each NIC's bandwidth, and whether the switches reduce in the network (NVLS inside
@@ -16,7 +16,9 @@ each link (20.6 GB/s per NVLink 4 link, 18 links; 20.0 per NVLink 3 link, 12 lin
 src/graph/topo.h), about 0.8 of the line rate, as its maintainers say ("450GB/s is the
 line rate. With the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth
 of 370GB/s", NVIDIA/nccl-tests#212): the figure a ring's time depends on, and the
-presets'.
+presets'. A NIC likewise carries less than its line rate, by NVIDIA's figures: "For NDR @
+400Gbps you should see 46-48GB/s per NIC" (NVIDIA/nccl-tests#290), "24GB/s is the peak
+performance per 200G NIC" (NVIDIA/nccl-tests#119); the presets take 47 and 24 GB/s.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ H100_SXM = {
 H200_SXM = dict(H100_SXM, memory_bytes=141e9)
 DATASHEETS = {"H100": H100_SXM, "H200": H200_SXM}
 NCCL_NVLINK = {"hopper": (18, 20.6 * GB), "ampere": (12, 20.0 * GB)}  # links, bytes/s
+# one NIC as NCCL carries it (NVIDIA's figures, above): 400 Gb/s NDR (line 50 GB/s), 200 Gb/s HDR (25)
+NCCL_NIC = {"hopper": 47 * GB, "ampere": 24 * GB}
 GENERATIONS = ("ampere", "hopper")
 ROOFLINE = "the roofline: every kernel at the datasheet's peak (a bound)"
 # A fitted overhead (Hardware.elementwise_bytes), not a byte count, fitted on one published
@@ -134,7 +138,7 @@ H100_NODE = Hardware(
     memory_bytes=80e9,
     memory_bandwidth=3.35e12,
     intra_bandwidth=nccl_nvlink("hopper"),
-    nic_bandwidth=400e9 / 8,
+    nic_bandwidth=NCCL_NIC["hopper"],
     nics_per_node=8,
     nvls=True,
     generation="hopper",
@@ -145,7 +149,7 @@ H100_NODE = Hardware(
     elementwise_bytes=ELEMENTWISE_BYTES,
     source="NVIDIA H100 datasheet (BF16 dense, 80 GB HBM3 at 3.35 TB/s, NVLink 900 GB/s "
     "both ways); NCCL src/graph/topo.h (18 x 20.6 GB/s); DGX H100: eight ConnectX-7 "
-    "400 Gb/s, one per GPU",
+    "400 Gb/s, one per GPU, 47 GB/s each as NCCL carries it (nccl-tests#290)",
 )
 A100_NODE = Hardware(
     "A100 80 GB SXM, 8 per node, NVLink 3, 8 x 200 Gb/s InfiniBand",
@@ -153,7 +157,7 @@ A100_NODE = Hardware(
     memory_bytes=80e9,
     memory_bandwidth=2.039e12,
     intra_bandwidth=nccl_nvlink("ampere"),
-    nic_bandwidth=200e9 / 8,
+    nic_bandwidth=NCCL_NIC["ampere"],
     nics_per_node=8,
     generation="ampere",
     sustained=0.869,
@@ -163,6 +167,6 @@ A100_NODE = Hardware(
     elementwise_bytes=ELEMENTWISE_BYTES,
     source="NVIDIA A100 datasheet (BF16 dense 312 TFLOPS, 80 GB HBM2e at 2,039 GB/s, "
     "NVLink 600 GB/s both ways); NCCL src/graph/topo.h (12 x 20.0 GB/s); DGX A100: eight "
-    "ConnectX-6 200 Gb/s, one per GPU",
+    "ConnectX-6 200 Gb/s, one per GPU, 24 GB/s each (nccl-tests#119)",
 )
 PRESETS = {"H100": H100_NODE, "A100": A100_NODE}

@@ -3,28 +3,27 @@ source, its inputs and what had to be assumed; and the model's prediction of eac
 
     rows = predict_all()  # [{"id", "kind", "published", "predicted", "ratio", ...}]
 
-Two kinds: nccl-tests' all-reduce bus bandwidth (GB/s, 10^9 bytes/s) and training
-throughput with FSDP's full sharding (tokens per second per GPU). One row is fitted, and
+Two kinds: nccl-tests' bus bandwidth of all-reduce and all-gather (GB/s, 10^9 bytes/s)
+and training throughput with FSDP's full sharding (tokens per second per GPU). One row is fitted, and
 marked so: the MPT-7B run on 8 A100s fixes hardware.ELEMENTWISE_BYTES (a fitted overhead:
 all a block costs beyond its matmuls at the sustained rate); every other row is predicted from the presets, the shapes
 and the schedule. Rows that used tensor or pipeline parallelism beside FSDP are left out
 (the step model does not price them). The training rows span 8 to 512 GPUs (MosaicML's
 FSDP runs on 512 H100s); no run of FSDP alone on 1,024 GPUs or more was found published
-with a throughput and the settings a prediction needs.
+with a throughput and the settings a prediction needs. No healthy published reduce_scatter_perf
+figure across nodes was found (only bug reports); the one all-gather across H100 nodes found
+(323.5 GB/s on 4 nodes, a benchmark repository's) states its NICs two ways and is left out. A
+row outside the goal is kept, with why (`outside`). The rows' builders: perfmodel.rows.
 """
 
 from __future__ import annotations
 
 from zerobook.hardware import A100_NODE, H100_NODE
 from zerobook.perfmodel.collectives import collective_seconds
-from zerobook.perfmodel.models import LLAMA3_8B, LLAMA3_70B, ModelSpec
+from zerobook.perfmodel.models import LLAMA3_8B, LLAMA3_70B
+from zerobook.perfmodel.rows import FOUNDRY, NDMV4, WHERE, busbw_row, mpt, tokens_row
 
 GOAL = {"busbw": 0.20, "tokens": 0.25}  # the ratio's goal: within 20% and 25% of 1
-FOUNDRY = "mosaicml_llmfoundry_bench"
-WHERE = {
-    FOUNDRY: "mosaicml/llm-foundry, scripts/train/benchmarking/README.md",
-    "liang2024torchtitan": "pytorch/torchtitan, docs/performance.md",
-}
 HARDWARE = {
     "A100": A100_NODE,
     "H100": H100_NODE,
@@ -36,84 +35,6 @@ LARGE_SCALE = (
     "network not stated: 8 x 400 Gb/s per node (with half of it the prediction moves "
     "by under 1%)"
 )
-
-
-def mpt(layers: int, hidden: int, seq_len: int) -> ModelSpec:
-    """MosaicML's MPT as benchmarked: GELU MLP of 4h, biases, LayerNorm with bias, the
-    embedding tied, learned positions of seq_len, a 50,368-entry vocabulary (these give
-    the table's NumParams exactly)."""
-    return ModelSpec(
-        f"MPT {layers} x {hidden}",
-        layers=layers,
-        hidden=hidden,
-        heads=hidden // 128,
-        kv_heads=hidden // 128,
-        ffn=4 * hidden,
-        vocab=50368,
-        gated=False,
-        tied=True,
-        biases=True,
-        norm_params=2,
-        positions=seq_len,
-    )
-
-
-def busbw_row(id, cite, quote, published, gpus, size, hardware, assumed, where):
-    return {
-        "id": id,
-        "kind": "busbw",
-        "cite": cite,
-        "where": where,
-        "quote": quote,
-        "published": published,
-        "gpus": gpus,
-        "size": size,
-        "hardware": hardware,
-        "assumed": assumed,
-        "fitted": False,
-    }
-
-
-def tokens_row(
-    id,
-    cite,
-    quote,
-    published,
-    gpus,
-    model,
-    hardware,
-    micro,
-    seq,
-    ac,
-    assumed,
-    fitted=False,
-    reduce="fp32",
-    accumulate=1,
-):
-    """A run's throughput, with what it ran: `micro` sequences of `seq` tokens per
-    micro-batch, `accumulate` micro-batches per step (each reduce-scattered: Composer syncs
-    FSDP every micro-batch, composer/distributed/dist_strategy.py, ddp_sync_context), the
-    gradients reduced in `reduce` (MosaicML's MP Mode DEFAULT and torchtitan's default: fp32;
-    PURE: bf16)."""
-    where = WHERE[cite]
-    return {
-        "id": id,
-        "kind": "tokens",
-        "cite": cite,
-        "where": where,
-        "quote": quote,
-        "published": published,
-        "gpus": gpus,
-        "model": model,
-        "hardware": hardware,
-        "micro_batch": micro,
-        "seq_len": seq,
-        "checkpointing": ac,
-        "reduce_dtype": reduce,
-        "micro_batches": accumulate,
-        "assumed": assumed,
-        "fitted": fitted,
-    }
 
 
 # fmt: off
@@ -139,6 +60,28 @@ ROWS = [
         "[...] typically measuring around 350G", 350.0, 1984, 2**29, "H100",
         "8 HCAs at NDR 400 Gb/s (speed not stated); H200 = H100's NVLink 4 and "
         "NVSwitch; --minbytes 512M --maxbytes 512M", "NVIDIA/nccl-tests#283"),
+    busbw_row(
+        "A100 x 8, one node, all-gather (NDmv4)", NDMV4,
+        "1 node, 8 gpus/node [...] BusBW (GB/s) [...] 1G | 253.59 (NCCL AllGather)", 253.59, 8,
+        2**30, "A100", "NDmv4: 8 A100 80 GB on NVLink 3", WHERE[NDMV4],
+        collective="all_gather"),
+    busbw_row(
+        "A100 x 16 (2 nodes), all-gather (NDmv4)", NDMV4,
+        "2 nodes, 8 gpus/node [...] 4G | 186.01 (NCCL AllGather)", 186.01, 16, 2**32, "A100",
+        "NDmv4's eight 200 Gb/s HDR InfiniBand NICs per node (Azure's ND A100 v4; not stated "
+        "on the page)", WHERE[NDMV4], collective="all_gather"),
+    busbw_row(
+        "A100 x 16 (2 nodes), all-reduce (NDmv4)", NDMV4,
+        "2 nodes, 8 gpus/node [...] 4G | [...] | 188.18 (NCCL AllReduce)", 188.18, 16, 2**32,
+        "A100", "as the all-gather row", WHERE[NDMV4]),
+    busbw_row(
+        "A100 x 2 (one per node), all-gather (NDmv4)", NDMV4,
+        "2 nodes, 1 gpu/node [...] 1G | 15.84 (NCCL AllGather)", 15.84, 2, 2**30, "A100",
+        "one 200 Gb/s NIC per GPU", WHERE[NDMV4], collective="all_gather", per_node=1,
+        outside="with one GPU per node, its one NIC carried 15.8 GB/s (18.7 in the all-reduce), "
+        "where the model takes the 24 GB/s NVIDIA quotes as a 200 Gb/s NIC's peak; the same "
+        "system's rows of 8 GPUs per node agree with the model, and the page does not say why "
+        "one NIC fell short"),
     tokens_row(
         "MPT-7B, 8 A100 (fitted)", FOUNDRY,
         "7b | 2048 | 8 | a100_80gb | 64.23 | [...] | 6 | 2 | [...] | 4641 | [...] | "
@@ -201,12 +144,19 @@ ROWS = [
 
 
 def predict_busbw(row: dict, hardware=None) -> float:
-    """nccl-tests' all-reduce busbw: S / t x 2 (N-1)/N, in GB/s."""
+    """nccl-tests' busbw, in GB/s: S / t x 2 (N-1)/N for an all-reduce, S / t x (N-1)/N for an
+    all-gather (S: the whole gathered buffer, as nccl-tests' size)."""
     n, hardware = row["gpus"], hardware or HARDWARE[row["hardware"]]
+    kind = row["collective"]
     seconds = collective_seconds(
-        "all_reduce", row["size"], world_size=n, gpus_per_node=8, hardware=hardware
+        kind,
+        row["size"],
+        world_size=n,
+        gpus_per_node=row["per_node"],
+        hardware=hardware,
     )
-    return row["size"] / seconds * 2 * (n - 1) / n / 1e9
+    factor = 2 if kind == "all_reduce" else 1
+    return row["size"] / seconds * factor * (n - 1) / n / 1e9
 
 
 def predict_tokens(row: dict, hardware=None, reduce_dtype: str | None = None) -> float:
