@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from zerobook import measure
 from zerobook.models import GPT, GPTConfig
@@ -56,3 +57,46 @@ def test_a_layers_activations_are_korthikantis_without_dropout():
 @pytest.mark.parametrize("options", [{}, {"foreach": True}, {"fused": True}])
 def test_the_cpu_adamw_rate_is_a_rate_for_every_implementation(options):
     assert measure.adamw_elements_per_second(1000, steps=1, repeats=2, **options) > 0
+
+
+def test_live_bytes_follows_what_is_allocated_and_freed():
+    """LiveBytes counts the storages the ops inside allocate while a tensor holds them: views
+    share their base's, in-place results and tensors from outside add nothing."""
+    x = torch.ones(1000)  # from outside: not counted
+    with measure.LiveBytes() as counter:
+        a = x * 2  # 4,000 bytes
+        view = a[:10]  # the same storage
+        b = a + 1  # 8,000 alive
+        b.add_(1)  # in place: nothing new
+        del a
+        assert counter.live == 8_000  # the view still holds a's storage
+        del view
+        assert counter.live == 4_000 and counter.peak == 8_000
+        counter.reset()
+        del b
+    assert counter.live == 0 and counter.peak == 4_000
+
+
+def test_the_loss_on_upcast_logits_peaks_at_twelve_bytes_per_logit():
+    """PyTorch's cross-entropy on an fp32 copy of bf16 logits (the course's next_token_loss,
+    torchtitan's loss): 2 + 4 + 4 bytes per logit while the forward computes it, 4 kept for
+    backward (the fp32 log-probabilities, as saved_activations counts), 12 at the start of
+    backward (those, their gradient and the logits' fp32 gradient)."""
+    batch, seq, vocab = 2, 64, 512
+    logits_count = batch * seq * vocab
+    hidden = torch.randn(batch, seq, 32, dtype=torch.bfloat16)
+    head = torch.randn(vocab, 32, dtype=torch.bfloat16, requires_grad=True)
+    targets = torch.randint(vocab, (batch, seq))
+
+    def loss():
+        logits = hidden @ head.t()
+        return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
+
+    with measure.LiveBytes() as counter, measure.saved_activations() as saved:
+        value = loss()
+        forward, kept = counter.peak, counter.live
+        counter.reset()
+        value.backward()
+    per_logit = lambda n: n // logits_count  # noqa: E731 (the rest: a few scalars per row)
+    assert (per_logit(forward), per_logit(kept), per_logit(counter.peak)) == (10, 4, 12)
+    assert per_logit(saved.bytes) == 4

@@ -1,4 +1,5 @@
 """Measured, not assumed: bytes of the real tensors a rank holds, activations saved for backward,
+the bytes alive at the peak of a computation (LiveBytes: a CPU's torch.cuda.max_memory_allocated),
 and how fast the CPU runs an AdamW step (what offload adds).
 
 Storage-deduplicated throughout: tied weights, views and gradients that live inside a bucket are
@@ -8,10 +9,13 @@ counted once, at the size of the storage that holds them.
 from __future__ import annotations
 
 import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 
 def storage_key(tensor: torch.Tensor) -> tuple:
@@ -172,6 +176,52 @@ def activation_bytes(model: torch.nn.Module, inputs: torch.Tensor) -> SavedTenso
     with saved_activations(exclude=state) as record:
         model(inputs)
     return record
+
+
+class LiveBytes(TorchDispatchMode):
+    """While active, the bytes of the storages the ops inside allocate that are still alive
+    (`live`) and the most at once (`peak`; `reset()` starts a new peak from what is alive):
+    each output's storage counted once, freed when the last tensor on it is gone (torch keeps
+    a tensor's Python object alive as long as the tensor is, so a finalizer sees its end).
+    Tensors from outside and in-place results are not counted."""
+
+    def __init__(self):
+        super().__init__()
+        self.live = self.peak = 0
+        self._storages: dict = {}  # data_ptr -> [tensors alive on it, bytes]
+
+    def reset(self) -> None:
+        self.peak = self.live
+
+    def _released(self, key) -> None:
+        entry = self._storages[key]
+        entry[0] -= 1
+        if not entry[0]:
+            self.live -= entry[1]
+            del self._storages[key]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        given = {
+            t.untyped_storage().data_ptr()
+            for t in tree_leaves((args, kwargs))
+            if isinstance(t, torch.Tensor)
+        }
+        out = func(*args, **(kwargs or {}))
+        for tensor in tree_leaves(out):
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            storage = tensor.untyped_storage()
+            key = storage.data_ptr()
+            if key in self._storages:
+                self._storages[key][0] += 1
+            elif key in given or not storage.nbytes():
+                continue  # in place, a view of a tensor from outside, or empty
+            else:
+                self._storages[key] = [1, storage.nbytes()]
+                self.live += storage.nbytes()
+                self.peak = max(self.peak, self.live)
+            weakref.finalize(tensor, self._released, key)
+        return out
 
 
 def adamw_elements_per_second(

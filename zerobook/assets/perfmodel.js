@@ -6,7 +6,7 @@
 // out (the explorer does not offer them): gradient buckets (bucket_params) and dtypes other than
 // 16-bit. Keep it in step with zerobook/perfmodel.
 (function () {
-  const OPTIMIZER_BYTES_PER_ELEMENT = 28, ALLOCATOR_MARGIN = 0.10, LOGIT_BYTES = 2 + 4, ELEMENT_BYTES = 2;
+  const OPTIMIZER_BYTES_PER_ELEMENT = 28, ALLOCATOR_MARGIN = 0.10, LOGIT_BYTES = 6, ELEMENT_BYTES = 2;
   const DTYPE_BYTES = {bf16: 2, fp16: 2, fp32: 4};  // inputs.ELEMENT_BYTES
   const GRAD_SYNC = {0: "last", 1: "last", 2: "every", 3: "every"};  // step.GRAD_SYNC
 
