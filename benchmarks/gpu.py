@@ -120,14 +120,19 @@ def environment() -> dict:
     return out
 
 
-def cuda_memory(gpus: int, model_args, world_sizes=(2, 4)) -> dict:
-    """world size -> rank 0's cuda_memory report (NCCL when each rank has a GPU, else gloo on CUDA)."""
+def cuda_memory(gpus: int, model_args, world_sizes=(2, 4), env=None) -> dict:
+    """world size -> rank 0's cuda_memory report (NCCL when each rank has a GPU, else gloo on
+    CUDA), the ranks' environment given `env` besides (the allocator's PYTORCH_CUDA_ALLOC_CONF)."""
     out = {}
     for n in world_sizes:
         placement = (
-            (n, "nccl", {})
+            (n, "nccl", dict(env or {}))
             if gpus >= n
-            else (n, "gloo", {"ZEROBOOK_DEVICE": "cuda"} if gpus else {})
+            else (
+                n,
+                "gloo",
+                {"ZEROBOOK_DEVICE": "cuda", **(env or {})} if gpus else dict(env or {}),
+            )
         )
         out[n] = launch("cuda_memory", placement, model_args, 300)
     return out
@@ -389,6 +394,12 @@ def run_sections(
         ),
         "memory": lambda: cuda_memory(
             gpus, *(([], (2,)) if dry_run else (MEMORY_MODEL,))
+        ),
+        # the same with segments that grow in place: fewer holes (reserved over allocated)
+        "memory_expandable": lambda: cuda_memory(
+            gpus,
+            *(([], (2,)) if dry_run else (MEMORY_MODEL,)),
+            env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
         ),
         "bandwidth": lambda: bandwidth(gpus) if gpus else "skipped: no GPU",
         "step_times": lambda: (

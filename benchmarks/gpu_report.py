@@ -124,8 +124,10 @@ def memory_rows(report: dict) -> list[str]:
     return rows
 
 
-def memory(section) -> list[str]:
-    lines = ["## 3. The CUDA allocator against the calculator (bytes per rank)", ""]
+def memory(
+    section, title="## 3. The CUDA allocator against the calculator (bytes per rank)"
+) -> list[str]:
+    lines = [title, ""]
     if failed(section):
         return lines + failed(section)
     for n, report in section.items():
@@ -365,6 +367,13 @@ def render(results: dict) -> str:
             ),
         ),
         ("memory", memory),
+        (
+            "memory_expandable",
+            lambda section: memory(
+                section,
+                "### The same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            ),
+        ),
         ("bandwidth", bandwidth),
         ("step_times", step_times),
     ):

@@ -136,7 +136,7 @@ def python_prediction(choice: dict, spans: bool = True) -> dict:
 
     c = dict(choice)
     model, hardware = MODELS[c.pop("model")], PRESETS[c.pop("hardware")]
-    sync = {"grad_sync": c.pop("grad_sync")} if "grad_sync" in c else {}
+    sync = {k: c.pop(k) for k in ("grad_sync", "allocator_margin") if k in c}
     p = predict_step(
         model, hardware, **widgets.step_arguments(**c), **sync, allow_oom=True
     )
@@ -169,7 +169,8 @@ return choices.map((c) => {
   const p = window.zerobook.predictStep(m, hw, {world_size: c.n, gpus_per_node: c.per_node, stage, prefetch,
     micro_batch: c.batch, seq_len: c.seq, activation_checkpointing: c.recompute === "none" ? null : c.recompute.replace(" ", "_"),
     shard_group: group === "node" && c.per_node < c.n ? c.per_node : null, param_gather: gather,
-    reduce_dtype: c.reduce, micro_batches: c.micro, grad_sync: c.grad_sync || null});
+    reduce_dtype: c.reduce, micro_batches: c.micro, grad_sync: c.grad_sync || null,
+    allocator_margin: c.allocator_margin ?? undefined});
   const timeline = p.timeline.map((s) => [s.stream, s.what, s.unit, s.start, s.end]);
   return {step_s: p.step_s, compute_s: p.compute_s, comm_s: p.comm_s, exposed_comm_s: p.exposed_comm_s, mfu: p.mfu,
           peak_memory_bytes: p.peak_memory_bytes, fits: p.fits, memory: p.memory,
@@ -202,7 +203,8 @@ def test_the_step_explorer_is_self_contained_and_refuses_a_bad_choice():
 def test_the_pages_javascript_predicts_the_same_doubles_as_predict_step(tmp_path):
     """perfmodel.js against predict_step on every 101st combination of the menus (101 is prime to
     every menu's length, so the sample walks through each menu's options), on some of them with
-    the gradients synced every micro-batch or on the last (against the stage's default), and on a
+    the gradients synced every micro-batch or on the last (against the stage's default), with the
+    allocator's margin at the measured ends, and on a
     gloo-like preset (reduce-scatter 1.4 x an all-reduce, no overlap): the same sums in the same
     order, so equal numbers; every 10th of them compared span for span."""
     from zerobook.hardware import PRESETS
@@ -221,10 +223,14 @@ def test_the_pages_javascript_predicts_the_same_doubles_as_predict_step(tmp_path
         if c["micro"] > 1
         for sync in ("every", "last")
     ]
+    margins = [dict(c, allocator_margin=m) for c in sample[::50] for m in (0.047, 0.70)]
     choices = [
         dict(c, spans=k % 10 == 0)
         for k, c in enumerate(
-            sample + synced + [dict(c, hardware="gloo-like") for c in sample[:50]]
+            sample
+            + synced
+            + margins
+            + [dict(c, hardware="gloo-like") for c in sample[:50]]
         )
     ]
     PRESETS["gloo-like"] = PRESETS["A100"].with_(reduce_scatter=1.4, overlap=False)

@@ -224,7 +224,7 @@
             root_backward: 2 * root, optimizer: shardElements * OPTIMIZER_BYTES_PER_ELEMENT / hw.memory_bandwidth};
   }
 
-  function peakMemory(m, stage, group, tokens, checkpointing, prefetch, accumulated) {
+  function peakMemory(m, stage, group, tokens, checkpointing, prefetch, accumulated, margin) {
     const psi = numParams(m), n = group;  // zerobook.memory.model_state_bytes, the ZeRO paper's 2 + 2 + 12
     const states = (stage >= 3 ? 2 / n : 2) * psi + (stage >= 2 ? 2 / n : 2) * psi + (stage >= 1 ? 12 / n : 12) * psi;
     const terms = {"model states": states, activations: m.layers * blockActivationBytes(m, tokens, checkpointing),
@@ -232,13 +232,13 @@
     if (checkpointing === "full") terms.activations += blockActivationBytes(m, tokens, null);
     if (stage === 3) terms["gathered units"] = 2 * (rootParams(m) + (prefetch ? 2 : 1) * blockParams(m));
     if (accumulated && stage >= 2) terms["accumulated gradients"] = accumulated * psi;
-    terms["allocator margin"] = ALLOCATOR_MARGIN * Object.values(terms).reduce((a, b) => a + b, 0);
+    terms["allocator margin"] = margin * Object.values(terms).reduce((a, b) => a + b, 0);
     return terms;
   }
 
   // predict_step(m, hw, {world_size, gpus_per_node, stage, micro_batch, seq_len,
   //                      activation_checkpointing, prefetch, shard_group, param_gather,
-  //                      reduce_dtype, micro_batches, grad_sync}): weights in bf16
+  //                      reduce_dtype, micro_batches, grad_sync, allocator_margin}): weights in bf16
   function predictStep(m, hw, o) {
     const group = o.shard_group || o.world_size, tokens = o.micro_batch * o.seq_len;
     const shard = numParams(m) / (o.stage ? group : 1);
@@ -248,7 +248,8 @@
     const timeline = schedule(program(m, hw, layout, o.stage, t, o.prefetch, o.param_gather || "after_step",
                                       DTYPE_BYTES[o.reduce_dtype || "bf16"], syncs));
     const memory = peakMemory(m, o.stage, group, tokens, o.activation_checkpointing, o.prefetch,
-                              k > 1 && !syncs[0] ? DTYPE_BYTES[o.reduce_dtype || "bf16"] : 0);
+                              k > 1 && !syncs[0] ? DTYPE_BYTES[o.reduce_dtype || "bf16"] : 0,
+                              o.allocator_margin ?? ALLOCATOR_MARGIN);
     const peak = Object.values(memory).reduce((a, b) => a + b, 0);
     const busy = {compute: 0.0, communication: 0.0};
     for (const s of timeline) {

@@ -36,7 +36,10 @@ from zerobook.perfmodel.step import (
     grad_syncs,
 )
 
-ALLOCATOR_MARGIN = 0.10  # the caching allocator's fragmentation and the kernels' workspace: an assumption
+# the caching allocator's reserved bytes over its allocated ones, and the kernels' workspace: an
+# assumption (the course's GPU check measured 5-70% on small models: when_zero_pays shows which
+# verdicts that range flips); predict_step(allocator_margin=) sets another
+ALLOCATOR_MARGIN = 0.10
 # per token per vocabulary entry, an assumption: between a fused cross-entropy's 2-4 and the
 # 12 of PyTorch's loss on an fp32 copy at the start of backward (measured: memory_accounting)
 LOGIT_BYTES = 6
@@ -112,6 +115,7 @@ def peak_memory(
     checkpointing,
     prefetch: bool,
     accumulated: int = 0,
+    margin: float = ALLOCATOR_MARGIN,
 ) -> dict:
     """The terms of a GPU's peak: model states (the calculator, sharded over the group), the
     activations backward keeps, the logits, full 16-bit units gathered (stage 3), the
@@ -135,7 +139,7 @@ def peak_memory(
         )
     if accumulated and stage >= 2:
         terms["accumulated gradients"] = accumulated * psi
-    terms["allocator margin"] = ALLOCATOR_MARGIN * sum(terms.values())
+    terms["allocator margin"] = margin * sum(terms.values())
     return terms
 
 
@@ -158,6 +162,7 @@ def predict_step(
     reduce_dtype: str | None = None,
     micro_batches: int = 1,
     grad_sync: str | None = None,
+    allocator_margin: float = ALLOCATOR_MARGIN,
 ) -> Prediction:
     """One training step of `model` on `world_size` GPUs of `hardware` in nodes of
     `gpus_per_node`: DDP (stage 0) or ZeRO stage 1-3 sharding over all ranks, or over groups of
@@ -171,7 +176,8 @@ def predict_step(
     default, FSDP2's MixedPrecisionPolicy(reduce_dtype=torch.float32)). `micro_batches` k per
     step (gradient accumulation), each `micro_batch` sequences: stage 3 gathers for every one,
     and the gradients are reduced after every one or the last (`grad_sync`, None: the stage's
-    default, step.GRAD_SYNC).
+    default, step.GRAD_SYNC). `allocator_margin`: the memory reserved beyond what is allocated,
+    as a fraction of it.
     Raises ValueError on bad input, and when the step does not fit in the GPU's memory (unless
     allow_oom: then `fits` says so)."""
     check(
@@ -190,6 +196,7 @@ def predict_step(
         reduce_dtype=reduce_dtype,
         micro_batches=micro_batches,
         grad_sync=grad_sync,
+        allocator_margin=allocator_margin,
     )
     group = shard_group or world_size
     layout, tokens = Layout(world_size, gpus_per_node, group), micro_batch * seq_len
@@ -221,6 +228,7 @@ def predict_step(
         activation_checkpointing,
         prefetch,
         ELEMENT_BYTES[reduce_dtype or dtype] if waits else 0,
+        allocator_margin,
     )
     peak, fits = (
         sum(memory_terms.values()),

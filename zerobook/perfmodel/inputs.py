@@ -63,6 +63,7 @@ def check(
     reduce_dtype=None,
     micro_batches=1,
     grad_sync=None,
+    allocator_margin=0.1,
 ) -> None:
     """Clear errors for inputs the model cannot price."""
     positive(
@@ -94,3 +95,8 @@ def check(
         )
     if bucket_params is not None:
         positive(bucket_params=bucket_params)
+    if not (isinstance(allocator_margin, (int, float)) and 0 <= allocator_margin < 10):
+        raise ValueError(
+            f"allocator_margin must be a fraction of the allocated bytes, 0 to 10, got "
+            f"{allocator_margin!r}"
+        )
