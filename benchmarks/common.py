@@ -23,6 +23,11 @@ def emit(text: str, save: str | None, data=None) -> None:
             )
 
 
+def table_head(title: str, columns: list[str]) -> list[str]:
+    """A report's first lines: its title, then a Markdown table's header for `columns`."""
+    return [title, "", "| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+
+
 def step_time_benchmark(run: str, report, **defaults) -> None:
     """Launch `zerobook.runs.<run>` for each --world-sizes (model size and rounds passed on) and
     emit `report({N: rank 0's report})`; `defaults` override the command line's defaults."""

@@ -16,7 +16,7 @@ shared machine are noisy: a benchmark to read, not a test to pass.
 import argparse
 import time
 
-from common import emit
+from common import emit, table_head
 
 import zerobook as zb
 from zerobook.models import GPTConfig
@@ -61,13 +61,11 @@ def compare(n: int, measured: dict, cli) -> dict:
 
 
 def report(results: dict) -> str:
-    lines = [
+    lines = table_head(
         f"# The performance model against steps timed here (gloo, CPU), {time.strftime('%Y-%m-%d')}",
-        "",
-        "| N | method | predicted ms | measured ms | measured / predicted | predicted compute ms | "
-        "predicted communication ms |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
+        ["N", "method", "predicted ms", "measured ms", "measured / predicted"]
+        + ["predicted compute ms", "predicted communication ms"],
+    )
     for n, rows in results.items():
         for name, r in rows["compare"].items():
             lines.append(
