@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 import zerobook as zb
+from zerobook.runs.collective_probe import OPS as PROBE_OPS  # the probe's own list
 
 LABS = Path(__file__).parent.parent / "labs"
 RUNS = {  # run -> small arguments (seconds each)
@@ -27,14 +28,6 @@ RUNS = {  # run -> small arguments (seconds each)
     "hsdp": ["--shard", "1"],
     "cuda_memory": [],
 }
-PROBE_OPS = (
-    "all_reduce",
-    "broadcast",
-    "reduce_scatter_tensor",
-    "all_gather_into_tensor",
-    "send_recv",
-    "barrier",
-)
 
 
 def first_line(error: BaseException) -> str:

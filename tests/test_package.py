@@ -10,7 +10,21 @@ from conftest import ROOT, TARGETS
 
 
 def test_every_module_and_name_is_reachable_from_zb():
-    for name in zb.__all__:
+    """Every module and package in zerobook/ (read from the folder, not from zb's own list) is
+    `zb.<name>`, the very module `import zerobook.<name>` gives; run in a fresh process."""
+    folder = ROOT / "zerobook"
+    modules = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")}
+    modules |= {p.parent.name for p in folder.glob("*/__init__.py")}
+    assert modules == zb.SUBMODULES
+    code = (
+        "import importlib, zerobook as zb; print([n for n in sorted(zb.SUBMODULES) "
+        "if getattr(zb, n) is not importlib.import_module('zerobook.' + n)])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr[-2000:]
+    for name in zb.ATTRIBUTES:
         assert getattr(zb, name) is not None, name
     assert zb.zero.ShardedOptimizer.__name__ == "ShardedOptimizer"
     assert set(zb.__all__) <= set(dir(zb))

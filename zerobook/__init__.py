@@ -7,49 +7,14 @@ still one attribute away: `zb.zero.ShardedOptimizer`, `zb.memory.model_state_byt
 """
 
 import importlib
+import pkgutil
 
 __version__ = "0.1.0"
+# every module and package of the folder (none is imported until it is asked for)
 SUBMODULES = {
-    # pure, no torch
-    "memory",
-    "traffic",
-    "zero_paper",
-    "hardware",
-    "bucket_events",
-    "zero_events",
-    "zero_held",
-    "dist",
-    "rank_entry",
-    "rank_records",
-    "collectives",
-    "comm",
-    "measure",
-    "models",
-    "ddp",
-    "inflight",
-    "precision",
-    "parity",
-    # the rank side
-    "recompute",
-    "sharded_checkpoint",
-    "training",
-    "fsdp2",
-    "zero",
-    "zero_probe",
-    "runs",
-    "labs",
-    "agent",  # torchrun's agent, which forks the ranks
-    # the notebook side
-    "launch",
-    "zygote",
-    "failures",
-    "plots",
-    "widgets",
-    "grading",
-    "cluster",
-    "saved",
-    "glue",
-    "doctor",
+    module.name
+    for module in pkgutil.iter_modules(__path__)
+    if not module.name.startswith("_")
 }
 ATTRIBUTES = {  # name -> the module it comes from
     "Rank": "zerobook.dist",

@@ -53,10 +53,12 @@ def optimizer_groups(params: list) -> list[dict]:
     ]
 
 
-def next_byte_loss(model, tokens: torch.Tensor) -> torch.Tensor:
-    """Mean next-byte cross-entropy of `tokens` (rows of seq_len + 1 bytes), in nats."""
-    logits = model(tokens[:, :-1])
-    return F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+def next_byte_loss(model, tokens: torch.Tensor, autocast: bool = False) -> torch.Tensor:
+    """Mean next-byte cross-entropy of `tokens` (rows of seq_len + 1 bytes), in nats; with
+    `autocast`, the forward in bf16 on a GPU and the loss in fp32."""
+    with torch.autocast("cuda", torch.bfloat16, enabled=autocast):
+        logits = model(tokens[:, :-1])
+    return F.cross_entropy(logits.float().flatten(0, 1), tokens[:, 1:].flatten())
 
 
 def rank_rows(
@@ -98,12 +100,22 @@ def clip_in_piece_order(model, max_norm: float, world_size: int) -> float:
 
 
 @torch.no_grad()
-def held_out_bits(model, held_out, me) -> float:
-    """Mean bits per byte over the EVAL_BATCHES fixed held-out batches, every rank's rows
-    (the ranks' means added in rank order under ordered_sums, divided by N)."""
+def held_out_bits(
+    model,
+    held_out,
+    me,
+    batches: int = EVAL_BATCHES,
+    batch: int = GLOBAL_BATCH,
+    seq_len: int = CONFIG.seq_len,
+    autocast: bool = False,
+) -> float:
+    """Mean bits per byte over `batches` fixed held-out batches (seed 1) of `batch` windows,
+    every rank's rows (the ranks' means added in rank order under ordered_sums, divided by N)."""
     losses = [
-        next_byte_loss(model, rank_rows(held_out, k, me, seed=1))
-        for k in range(EVAL_BATCHES)
+        next_byte_loss(
+            model, rank_rows(held_out, k, me, 1, batch, seq_len), autocast=autocast
+        )
+        for k in range(batches)
     ]
     mean = torch.stack(losses).mean().reshape(1)
     dist.all_reduce(mean)
@@ -112,15 +124,22 @@ def held_out_bits(model, held_out, me) -> float:
 
 @torch.no_grad()
 def sample(
-    model, prompt: bytes, length: int, device="cpu", temperature: float = 0.8
+    model,
+    prompt: bytes,
+    length: int,
+    device="cpu",
+    temperature: float = 0.8,
+    seq_len: int = CONFIG.seq_len,
+    autocast: bool = False,
 ) -> str:
     """`length` bytes after `prompt`, sampled at `temperature` (seed 0): the same on every rank,
-    so a sharded model's collectives match. The model runs on `device`; the draws are made on
-    the CPU, with one generator whatever the device."""
+    so a sharded model's collectives match. The model runs on `device` (in bf16 with
+    `autocast`); the draws are made on the CPU, with one generator whatever the device."""
     generator = torch.Generator().manual_seed(0)
     tokens = torch.tensor([list(prompt)])
     for _ in range(length):
-        logits = model(tokens[:, -CONFIG.seq_len :].to(device))[0, -1]
+        with torch.autocast("cuda", torch.bfloat16, enabled=autocast):
+            logits = model(tokens[:, -seq_len:].to(device))[0, -1]
         probs = (logits.float().cpu() / temperature).softmax(-1)
         tokens = torch.cat(
             [tokens, torch.multinomial(probs, 1, generator=generator)[None]], 1

@@ -8,6 +8,10 @@ a model built from the course's own pieces (the calculator's bytes, the ring's t
 
 The step is scheduled as operations on a computation stream and a communication stream
 (zerobook.perfmodel.schedule); see zerobook.perfmodel.step for the assumptions.
+
+Its JavaScript twin, zerobook/assets/perfmodel.js, repeats collectives.collective_seconds,
+step.StepProgram and predict_step operation for operation, so the step explorer predicts in the
+page without a kernel; tests/test_widgets.py compares the two to the bit. Change both.
 """
 
 from __future__ import annotations

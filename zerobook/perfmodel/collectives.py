@@ -1,4 +1,5 @@
-"""Collectives priced as NCCL runs them: its algorithms, protocols and choice by size.
+"""Collectives priced as NCCL runs them: its algorithms, protocols and choice by size (its
+JavaScript twin: collectiveSeconds in zerobook/assets/perfmodel.js, compared to the bit).
 
     collective_seconds("all_gather", 2**29, world_size=64, gpus_per_node=8,
                        hardware=H100_NODE)

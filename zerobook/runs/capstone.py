@@ -17,11 +17,17 @@ import statistics
 import time
 
 import torch
-import torch.distributed as dist
 
 import zerobook as zb
 from zerobook import text
-from zerobook.capstone_train import learning_rate, optimizer_groups, rank_rows
+from zerobook.capstone_train import held_out_bits as capstone_held_out_bits
+from zerobook.capstone_train import (
+    learning_rate,
+    next_byte_loss,
+    optimizer_groups,
+    rank_rows,
+)
+from zerobook.capstone_train import sample as capstone_sample
 from zerobook.models import GPT, GPTConfig
 from zerobook.perfmodel.models import course_gpt
 
@@ -48,11 +54,7 @@ def optimizer_for(model, lr: float, weight_decay: float) -> torch.optim.AdamW:
 
 def loss_of(model, tokens, device: str) -> torch.Tensor:
     """Mean next-byte cross-entropy (nats); bf16 autocast on a GPU."""
-    with torch.autocast("cuda", torch.bfloat16, enabled=device.startswith("cuda")):
-        logits = model(tokens[:, :-1])
-    return torch.nn.functional.cross_entropy(
-        logits.float().flatten(0, 1), tokens[:, 1:].flatten()
-    )
+    return next_byte_loss(model, tokens, autocast=device.startswith("cuda"))
 
 
 def rank_batch(data, step: int, cli, me, seed: int = 0) -> torch.Tensor:
@@ -60,33 +62,16 @@ def rank_batch(data, step: int, cli, me, seed: int = 0) -> torch.Tensor:
     return rank_rows(data, step, me, seed, cli.batch * me.world_size, cli.seq_len)
 
 
-@torch.no_grad()
 def held_out_bits(model, data, cli, me, batches: int) -> float:
-    """Mean bits per byte over `batches` fixed held-out batches (seed 1), averaged over ranks."""
-    losses = []
-    for k in range(batches):
-        tokens = rank_batch(data, k, cli, me, seed=1)
-        losses.append(loss_of(model, tokens, me.device))
-    mean = torch.stack(losses).mean().reshape(1)
-    dist.all_reduce(mean)
-    return mean.item() / me.world_size / LN2
+    """zerobook.capstone_train.held_out_bits at this run's batch and sequence length."""
+    return capstone_held_out_bits(model, data, me, batches, cli.batch * me.world_size,
+                                  cli.seq_len, autocast=me.device.startswith("cuda"))  # fmt: skip
 
 
-@torch.no_grad()
-def sample(
-    model, prompt: bytes, length: int, seq_len: int, device: str, temperature=0.8
-) -> str:
-    """`length` bytes generated after `prompt` (sampled at `temperature`, seed 0), as text."""
-    generator = torch.Generator(device=device).manual_seed(0)
-    tokens = torch.tensor(list(prompt), device=device).unsqueeze(0)
-    for _ in range(length):
-        with torch.autocast("cuda", torch.bfloat16, enabled=device.startswith("cuda")):
-            logits = model(tokens[:, -seq_len:])[0, -1].float()
-        probs = (logits / temperature).softmax(-1)
-        tokens = torch.cat(
-            [tokens, torch.multinomial(probs, 1, generator=generator)[None]], dim=1
-        )
-    return bytes(tokens[0].tolist()).decode("utf-8", errors="replace")
+def sample(model, prompt: bytes, length: int, seq_len: int, device: str) -> str:
+    """zerobook.capstone_train.sample: the draws on the CPU, one generator whatever the device."""
+    return capstone_sample(model, prompt, length, device, seq_len=seq_len,
+                           autocast=device.startswith("cuda"))  # fmt: skip
 
 
 def train(model, optimizer, train_data, held_out, cli, me) -> dict:
