@@ -4,7 +4,8 @@ The machinery is tested once, on Lab 0, with the full set of submissions (refere
 wrong answer and an infinite loop in one notebook, a notebook that is not JSON); one
 `python -m zerobook.grading grade` call grades them all (as `make grade` does). A rank that calls
 sys.exit() or os._exit() fails its launch like any other failure (tests/test_launch.py). Every other lab: its reference with the hidden tests runs under
-nbval (labs/), its untouched release and wrong answers on the harness (tests/test_labs.py), and its
+nbval (labs/), its untouched release and wrong answers on the harness (tests/test_labs.py and
+tests/test_lab_<lab>.py), and its
 full round trip in `make test-all` (tests/test_grading_labs.py).
 """
 

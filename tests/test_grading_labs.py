@@ -3,7 +3,7 @@ the instructor notebook ("reference") and the untouched release, autograde, read
 
 `make test` covers the same ground more cheaply: the grading machinery by Lab 0's round trip
 (tests/test_grading.py), every lab's reference with its hidden tests by nbval over labs/, the
-untouched release of every lab by tests/test_labs.py. Each lab here has a course directory of its
+untouched release of every lab by tests/test_labs.py (each lab's mistakes: tests/test_lab_<lab>.py). Each lab here has a course directory of its
 own, so that pytest-xdist can run them side by side.
 """
 
@@ -171,7 +171,7 @@ def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_pa
     zerobook.ddp scores 0 on every part, its feedback saying why."""
     import json
 
-    from test_labs import PLANNED_BUCKETS
+    from test_lab_ddp import PLANNED_BUCKETS
 
     reference = "".join(
         next(

@@ -1,0 +1,112 @@
+"""The FSDP2 lab's (Lab 6) harness against wrong student code."""
+
+from pathlib import Path
+
+import pytest
+
+import zerobook as zb
+from lab_helpers import lab_solution, planted
+
+# starts ranks with torchrun (make test-quick leaves it out)
+pytestmark = pytest.mark.launch
+
+
+def test_fsdp2_checkpoint_taken_from_its_guards_closure_fails_the_part(tmp_path):
+    """Lab 6's harness keeps the course's DCP save importable (it uses its module): the
+    original taken from the guard's closure is seen when called (zerobook.labs.withhold)."""
+    student = tmp_path / "fsdp2_student.py"
+    student.write_text(
+        lab_solution("fsdp2")
+        + "\n\nfrom zerobook import sharded_checkpoint\n\n_save = next(\n"
+        "    c.cell_contents\n    for c in sharded_checkpoint.save.__closure__\n"
+        "    if callable(c.cell_contents)\n)\n\n\ndef save(model, optimizer, path):\n"
+        "    _save(model, optimizer, 0, path)\n"
+    )
+    with pytest.raises(zb.LaunchError) as caught:
+        zb.grading.run_part("fsdp2", str(student), "checkpoint", nproc=2, echo=False)
+    assert "save() called zerobook.sharded_checkpoint.save, the course's own" in str(
+        caught.value
+    )
+
+
+def test_fsdp2_checkpoint_kept_in_memory_is_not_found(tmp_path):
+    """The second red team's save kept the state in a module global and wrote nothing (3/3):
+    the harness loads with the file imported again, which has none of it."""
+    student = tmp_path / "fsdp2_student.py"
+    forged = Path(__file__).parent / "forgeries" / "fsdp2_checkpoint_in_memory.py"
+    student.write_text(forged.read_text())
+    with pytest.raises(zb.LaunchError, match="KeyError"):
+        zb.grading.run_part("fsdp2", str(student), "checkpoint", nproc=2, echo=False)
+
+
+def test_fsdp2_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
+    """FSDP2 set up almost right: without the policy it trains alike but sends fp32; ignoring
+    reduce_dtype reduces in bf16 when asked for fp32; without set_modules_to_forward_prefetch each
+    block is gathered only when it starts; with fully_shard on the root alone the whole model is
+    one unit."""
+    policy = (
+        "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=reduce_dtype)"
+    )
+    # the defaults: no casting
+    fp32 = planted(tmp_path, "fsdp2", "fp32", policy, "MixedPrecisionPolicy()")
+    sent = zb.grading.run_part("fsdp2", fp32, "traffic", nproc=2).ranks[0]
+    assert (
+        sent["student_bf16"]["all_gather_into_tensor"]
+        > sent["ours"]["all_gather_into_tensor"]
+    )
+    ignored = planted(
+        tmp_path,
+        "fsdp2",
+        "ignored",
+        policy,
+        policy.replace("=reduce_dtype", "=torch.bfloat16"),
+    )
+    sent = zb.grading.run_part("fsdp2", ignored, "traffic", nproc=2).ranks[0]
+    assert sent["student_bf16"] == sent["ours"]  # the bf16 test passes ...
+    # ... fp32's fails
+    assert (
+        sent["student_fp32"]["reduce_scatter_tensor"]
+        == sent["ours"]["reduce_scatter_tensor"]
+    )
+    lazy = planted(
+        tmp_path,
+        "fsdp2",
+        "lazy",
+        "block.set_modules_to_forward_prefetch(blocks[k + 1 : k + 2])",
+        "pass",
+    )
+    issued = zb.grading.run_part("fsdp2", lazy, "prefetch", nproc=2).ranks[0]["issued"]
+    assert issued["blocks.0"] < 3  # the root and block 0 only
+    whole = planted(
+        tmp_path,
+        "fsdp2",
+        "whole",
+        "    for block in model.blocks:\n        fully_shard(block, mesh=mesh, mp_policy=policy)\n",
+        "",
+        "    blocks = list(model.blocks)\n",
+        "    blocks = []  # nothing to prefetch between\n",
+    )
+    assert zb.grading.run_part("fsdp2", whole, "memory", nproc=2).ranks[0]["units"] == [
+        "root"
+    ]
+
+
+def test_fsdp2_shares_one_launch_and_a_part_that_raises_fails_only_its_own(tmp_path):
+    """Lab 6's tests read one launch of several parts: a save() that raises fails the
+    checkpoint part, named with the rank, the student's line and the error, and parity is
+    still graded."""
+    broken = planted(
+        tmp_path,
+        "fsdp2",
+        "broken",
+        'dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=path)',
+        "raise ValueError('no disk today')",
+    )
+    run = zb.grading.run_part("fsdp2", broken, "parity,checkpoint", nproc=2)
+    parity = zb.grading.part_reports(run, "parity")
+    assert all(
+        r["diff"] == 0 and r["losses"]["student"] == r["losses"]["ours"] for r in parity
+    )
+    said = r"'checkpoint', rank 0: fsdp2_student.py, line \d+, in save: `raise Val"
+    with pytest.raises(zb.grading.PartFailed, match=said + ".*ValueError: no disk"):
+        zb.grading.part_reports(run, "checkpoint")

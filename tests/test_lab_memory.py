@@ -1,0 +1,31 @@
+"""The memory lab's (Lab 1) visible tests against a careless count."""
+
+import pytest
+
+from lab_helpers import visible_test
+
+# starts ranks with torchrun (make test-quick leaves it out)
+pytestmark = pytest.mark.launch
+
+
+COUNTS_TENSORS = '''
+def count_state_bytes(params, grads, optimizer_states):
+    """Wrong: sums tensors, so a padded flat buffer's padding (and shared storage) is missed."""
+    return {name: sum(t.numel() * t.element_size() for t in tensors)
+            for name, tensors in (("params", params), ("grads", grads), ("optimizer", optimizer_states))}
+'''
+
+
+def test_counting_tensors_instead_of_storages_fails_a_visible_test_saying_why(
+    tmp_path, monkeypatch
+):
+    error = visible_test(
+        tmp_path, monkeypatch, "memory", "test_measurement", COUNTS_TENSORS
+    )
+    assert isinstance(error, AssertionError), error
+    message = str(error)
+    assert (
+        message.startswith("flat, rank 0: params counted ")
+        and "its storages hold" in message
+    )
+    assert "a storage holds more than the views you were given" in message
