@@ -7,7 +7,8 @@ from zerobook.hardware import A100_NODE, H100_NODE
 from test_perfmodel import predict as llama_8b_step
 from zerobook.perfmodel import LLAMA3_8B, critical_tokens_per_gpu
 from zerobook.perfmodel.collectives import collective_seconds
-from zerobook.perfmodel.step import GRAD_SYNC, Layout, grad_syncs
+from zerobook.perfmodel.accumulation import GRAD_SYNC, grad_syncs
+from zerobook.perfmodel.step import Layout
 from zerobook.perfmodel.traffic import traffic_per_gpu
 
 BLOCKS = LLAMA3_8B.layers

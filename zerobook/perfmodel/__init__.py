@@ -31,14 +31,11 @@ from zerobook.perfmodel.models import (
     MODELS,
     ModelSpec,
 )
+from zerobook.perfmodel import zeropp as zero_pp
 from zerobook.perfmodel.inputs import ELEMENT_BYTES, check
 from zerobook.perfmodel.schedule import Span
-from zerobook.perfmodel.step import (
-    OPTIMIZER_BYTES_PER_ELEMENT,
-    Layout,
-    StepProgram,
-    grad_syncs,
-)
+from zerobook.perfmodel.accumulation import grad_syncs
+from zerobook.perfmodel.step import OPTIMIZER_BYTES_PER_ELEMENT, Layout, StepProgram
 
 # the caching allocator's reserved bytes over its allocated ones, and the kernels' workspace: an
 # assumption (the course's GPU check measured 5-70% on small models: when_zero_pays shows which
@@ -120,6 +117,7 @@ def peak_memory(
     prefetch: bool,
     accumulated: int = 0,
     margin: float = ALLOCATOR_MARGIN,
+    secondary: float = 0.0,
 ) -> dict:
     """The terms of a GPU's peak: model states (the calculator, sharded over the group), the
     activations backward keeps, the logits, full 16-bit units gathered (stage 3), the
@@ -143,6 +141,8 @@ def peak_memory(
         )
     if accumulated and stage >= 2:
         terms["accumulated gradients"] = accumulated * psi
+    if secondary:  # ZeRO++'s hpZ: the 16-bit weights sharded again inside the node
+        terms["secondary shard"] = secondary * psi
     terms["allocator margin"] = margin * sum(terms.values())
     return terms
 
@@ -167,6 +167,7 @@ def predict_step(
     micro_batches: int = 1,
     grad_sync: str | None = None,
     allocator_margin: float = ALLOCATOR_MARGIN,
+    zeropp=(),
 ) -> Prediction:
     """One training step of `model` on `world_size` GPUs of `hardware` in nodes of
     `gpus_per_node`: DDP (stage 0) or ZeRO stage 1-3 sharding over all ranks, or over groups of
@@ -181,7 +182,8 @@ def predict_step(
     step (gradient accumulation), each `micro_batch` sequences: stage 3 gathers for every one,
     and the gradients are reduced after every one or the last (`grad_sync`, None: the stage's
     default, step.GRAD_SYNC). `allocator_margin`: the memory reserved beyond what is allocated,
-    as a fraction of it.
+    as a fraction of it. `zeropp`: ZeRO++'s parts for stage 3, any of "qwZ", "hpZ", "qgZ"
+    (zerobook.perfmodel.zeropp).
     Raises ValueError on bad input, and when the step does not fit in the GPU's memory (unless
     allow_oom: then `fits` says so)."""
     check(
@@ -202,6 +204,9 @@ def predict_step(
         grad_sync=grad_sync,
         allocator_margin=allocator_margin,
     )
+    parts = zero_pp.check(zeropp, stage)
+    if parts and shard_group not in (None, world_size):
+        raise ValueError("ZeRO++ shards over every rank: leave shard_group out")
     group = shard_group or world_size
     layout, tokens = Layout(world_size, gpus_per_node, group), micro_batch * seq_len
     shard = model.num_params() / (group if stage else 1)
@@ -221,6 +226,7 @@ def predict_step(
         ELEMENT_BYTES[reduce_dtype or dtype],
         micro_batches,
         grad_sync,
+        parts,
     ).build()
     timeline = program.schedule()
     waits = micro_batches > 1 and not grad_syncs(stage, micro_batches, grad_sync)[0]
@@ -233,6 +239,9 @@ def predict_step(
         prefetch,
         ELEMENT_BYTES[reduce_dtype or dtype] if waits else 0,
         allocator_margin,
+        ELEMENT_BYTES[dtype] / min(gpus_per_node, world_size)
+        if "hpZ" in parts
+        else 0.0,
     )
     peak, fits = (
         sum(memory_terms.values()),

@@ -4,7 +4,7 @@ inputs it cannot price (zerobook.perfmodel.predict_step)."""
 from __future__ import annotations
 
 from zerobook.perfmodel.models import CHECKPOINTING
-from zerobook.perfmodel.step import GRAD_SYNCS
+from zerobook.perfmodel.accumulation import GRAD_SYNCS
 
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 PARAM_GATHERS = (

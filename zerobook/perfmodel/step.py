@@ -27,8 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zerobook.perfmodel.accumulation import grad_syncs
 from zerobook.perfmodel.collectives import collective_seconds
 from zerobook.perfmodel.schedule import Program
+from zerobook.perfmodel.zeropp import QWZ_BYTES, qgz_seconds
 
 OPTIMIZER_BYTES_PER_ELEMENT = 28  # read master, m, v (12) + 16-bit grad (2); write master, m, v (12) + 16-bit copy (2)
 
@@ -65,24 +67,6 @@ class Layout:
         return group, min(group, g)
 
 
-# With several micro-batches, when each stage reduces its gradients as the software ships it:
-# DDP under no_sync, as training loops use it, and DeepSpeed's ZeRO-1 once, at the accumulation
-# boundary; DeepSpeed's ZeRO-2 after every micro-batch (deepspeed/runtime/zero/stage_1_and_2.py,
-# reduce_ready_partitions_and_remove_grads); FSDP2 after every backward unless
-# set_requires_gradient_sync(False) (then "last": the unsharded gradients wait).
-GRAD_SYNC = {0: "last", 1: "last", 2: "every", 3: "every"}
-GRAD_SYNCS = ("every", "last")
-
-
-def grad_syncs(
-    stage: int, micro_batches: int, grad_sync: str | None = None
-) -> list[bool]:
-    """For each of the step's micro-batches, whether its backward reduces the gradients:
-    every one ("every"), or only the last ("last"); None: the stage's GRAD_SYNC."""
-    sync = grad_sync or GRAD_SYNC[stage]
-    return [sync == "every" or m == micro_batches - 1 for m in range(micro_batches)]
-
-
 def bucket_sizes(params: int, bucket_params: int) -> list[int]:
     """`params` elements cut into buckets of `bucket_params` (the last one what is left)."""
     full, rest = divmod(params, bucket_params)
@@ -106,6 +90,7 @@ class StepProgram:
         reduce_bytes: int | None = None,
         micro_batches: int = 1,
         grad_sync: str | None = None,
+        zeropp: frozenset = frozenset(),
     ):
         self.spec, self.hardware, self.layout, self.stage = (
             spec,
@@ -123,12 +108,16 @@ class StepProgram:
         # the micro-batches whose backward reduces
         self.reduce_bytes = reduce_bytes or element_bytes
         self.syncs = grad_syncs(stage, micro_batches, grad_sync)
+        self.zeropp = zeropp  # ZeRO++'s parts (zerobook.perfmodel.zeropp)
         self.program = Program(hardware.overlap)
 
-    def seconds(self, kind: str, size: float) -> float:
-        """One collective of `size` bytes over its group ("replicas": HSDP's all-reduce); a
-        reduce-scatter at hardware.reduce_scatter x an all-reduce of its group, where set."""
+    def seconds(self, kind: str, size: float, node: bool = False) -> float:
+        """One collective of `size` bytes over its group ("replicas": HSDP's all-reduce; `node`:
+        the GPUs of one node, hpZ's); a reduce-scatter at hardware.reduce_scatter x an
+        all-reduce of its group, where set."""
         ranks, per_node = self.layout.group(kind)
+        if node:
+            ranks = per_node = min(ranks, self.layout.gpus_per_node)
         kind = "all_reduce" if kind == "replicas" else kind
         ratio = self.hardware.reduce_scatter
         if kind == "reduce_scatter" and ratio is not None:
@@ -139,14 +128,22 @@ class StepProgram:
             kind, size, world_size=ranks, gpus_per_node=per_node, hardware=self.hardware
         )
 
-    def collective(self, kind: str, unit: str, params: int, *deps):
-        """A collective of `params` elements: DDP's all-reduce over every rank, ZeRO's
-        all-gather and reduce-scatter over the shard group (and, under HSDP, an all-reduce of
-        the shard over the replicas)."""
-        size = params * (
+    def collective(self, kind, unit, params, *deps, each=None, node=False):
+        """A collective of `params` elements (`each` bytes, else the dtype's): DDP's all-reduce
+        over every rank, ZeRO's all-gather and reduce-scatter over the shard group (`node`: a
+        node's GPUs) and, under HSDP, an all-reduce of the shard over the replicas. With qgZ a
+        reduce-scatter is its two all-to-alls of int4 gradients."""
+        if kind == "reduce_scatter" and "qgZ" in self.zeropp:
+            after, group = deps, self.layout.group(kind)
+            for what, seconds in qgz_seconds(params, *group, self.hardware):
+                op = self.program.add("communication", what, unit, seconds, *after)
+                after = [("end", op)]
+            return op
+        each = each or (
             self.element_bytes if kind == "all_gather" else self.reduce_bytes
         )
-        seconds = self.seconds(kind, size)
+        size = params * each
+        seconds = self.seconds(kind, size, node)
         op = self.program.add(
             "communication", kind.replace("_", "-"), unit, seconds, *deps
         )
@@ -173,7 +170,13 @@ class StepProgram:
         previous, start = None, [("end", after)] if after else []
         gathers = self.stage == 3 or (self.ahead and first)
         gather_root = (
-            self.collective("all_gather", "root", self.spec.root_params(), *start)
+            self.collective(
+                "all_gather",
+                "root",
+                self.spec.root_params(),
+                *start,
+                each=self.quantized,
+            )  # fmt: skip
             if gathers
             else None
         )
@@ -186,8 +189,9 @@ class StepProgram:
                     else [("start" if self.prefetch or self.ahead else "end", previous)]
                 )
                 gather = self.collective(
-                    "all_gather", f"blocks.{k}", self.spec.block_params(), *issue
-                )
+                    "all_gather", f"blocks.{k}", self.spec.block_params(), *issue,
+                    each=self.quantized,
+                )  # fmt: skip
                 deps.append(("end", gather))
                 if gather_root is not None and k == 0:
                     deps.append(("end", gather_root))
@@ -249,9 +253,14 @@ class StepProgram:
         if self.stage != 3 or k < 0:
             return None
         issue = ("start" if self.prefetch else "end", previous)
-        return self.collective(
-            "all_gather", f"blocks.{k}", self.spec.block_params(), issue
-        )
+        hpz = "hpZ" in self.zeropp  # the secondary shards, in the node, in 16 bits
+        return self.collective("all_gather", f"blocks.{k}", self.spec.block_params(), issue,
+                               each=None if hpz else self.quantized, node=hpz)  # fmt: skip
+
+    @property
+    def quantized(self):
+        """qwZ's bytes per element of a weights' all-gather, or None (the dtype's)."""
+        return QWZ_BYTES if "qwZ" in self.zeropp else None
 
     def build(self) -> Program:
         reduces, last = [], None
