@@ -1,0 +1,112 @@
+"""ZeRO++'s qwZ on our ZeRO-3 (zerobook.zero.quantized): the bytes its all-gathers send, the
+error of block quantization against the block size, and a short training on real text with and
+without it.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 3 -m zerobook.runs.zeropp_qwz
+
+Every rank reports:
+  bytes   one step of a bf16 GPT, ZeRO-3 and ZeRO-3 with qwZ (blocks of 256): bytes per
+          collective (the CommMeter), and each unit's elements (padded to N)
+  error   each unit's weights quantized in blocks of 32 to 16,384: the largest error over its
+          bound (half its block's step, max|block| / 254) and the mean error over the mean |w|
+  train   `--steps` steps of the capstone's byte-level GPT on real text (zerobook.text), bf16,
+          both ways: the loss of every step, in bits per byte
+"""
+
+import argparse
+import math
+
+import torch
+
+import zerobook as zb
+from zerobook.capstone_train import rank_rows
+from zerobook.comm import CommMeter
+from zerobook.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.zero import Zero3AdamW
+from zerobook.zero.quantized import dequantize_blocks, quantize_blocks, quantized_unit
+
+CONFIG = GPTConfig(vocab=256, hidden=64, layers=2, heads=4, seq_len=64)
+BLOCK, BLOCKS = 256, (32, 256, 2048, 16384)
+
+
+def zero3(model, quantized: bool):
+    unit = {"unit_cls": quantized_unit(BLOCK)} if quantized else {}
+    return Zero3AdamW(model, unit_types=(Block,), lr=3e-3, **unit)
+
+
+def bf16_model(seed: int = 0) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(CONFIG).to(torch.bfloat16)
+
+
+def bytes_part(me, data) -> dict:
+    out = {}
+    for quantized in (False, True):
+        model = bf16_model()
+        zero = zero3(model, quantized)
+        with CommMeter() as meter:
+            next_token_loss(
+                model, rank_rows(data, 0, me, 0, 12, CONFIG.seq_len)
+            ).backward()
+            zero.step()
+        out["qwZ" if quantized else "ZeRO-3"] = meter.summary()
+    out["units"] = {u.name: u.flat.padded for u in zero.units}  # elements, padded to N
+    return out
+
+
+def error_part(me) -> dict:
+    """Each block size: the worst error over its bound, and the mean error over the mean |w|."""
+    weights = torch.cat(
+        [p.detach().float().reshape(-1) for p in bf16_model().parameters()]
+    )
+    out = {}
+    for block in BLOCKS:
+        codes, scales = quantize_blocks(weights, block)
+        back = dequantize_blocks(codes, scales, weights.numel(), torch.float32)
+        error = (back - weights).abs()
+        bound = (scales / 2).repeat_interleave(block)[: weights.numel()]
+        out[block] = {
+            "worst_over_bound": (error / bound).max().item(),
+            "mean_relative": (error.mean() / weights.abs().mean()).item(),
+        }
+    return out
+
+
+def train_part(me, data, steps: int) -> dict:
+    curves = {}
+    for quantized in (False, True):
+        model = bf16_model()
+        zero, curve = zero3(model, quantized), []
+        for step in range(steps):
+            loss = next_token_loss(
+                model, rank_rows(data, step, me, 0, 12, CONFIG.seq_len)
+            )
+            loss.backward()
+            zero.step()
+            zero.zero_grad()
+            curve.append(loss.item() / math.log(2))
+        curves["qwZ" if quantized else "ZeRO-3"] = curve
+    return curves
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--parts", default="bytes,error,train")
+    parser.add_argument("--steps", type=int, default=30)
+    cli = parser.parse_args()
+    me = zb.setup(verbose=False)
+    data, _ = zb.text.load()
+    parts = {
+        "bytes": lambda: bytes_part(me, data),
+        "error": lambda: error_part(me),
+        "train": lambda: train_part(me, data, cli.steps),
+    }
+    zb.report(
+        world_size=me.world_size,
+        block=BLOCK,
+        **{name: parts[name]() for name in cli.parts.split(",")},
+    )
+
+
+if __name__ == "__main__":
+    main()
