@@ -10,6 +10,9 @@ stage3.py  ZeRO-3 (FSDP): shard the parameters too, gathered and freed unit by u
 prefetch.py  which unit to gather ahead, and the limit on units gathered (Prefetch)
 timeline.py  ZeRO-3's events as typed records (Event), their Gantt bars, profiler ranges
 sharded_optimizer.py  ZeRO-1 over any torch.optim optimizer (like ZeroRedundancyOptimizer)
+offload.py   ZeRO-3's units kept in host memory, copied in ahead of use (ZeRO-Infinity's idea)
+quantized.py ZeRO++'s qwZ: a unit whose all-gathers send int8 blocks and their scales
+hpz.py       ZeRO++'s hpZ: a unit that keeps a node's share after forward for backward's gather
 """
 
 from zerobook.zero.flat import FlatParams
