@@ -44,6 +44,7 @@ COLLECTIVES = {
     "all_gather_single": (0, "output_tensor", BUS_FACTORS["all_gather"]),
     "broadcast": (0, "tensor", BUS_FACTORS["broadcast"]),
     "reduce": (0, "tensor", BUS_FACTORS["reduce"]),
+    "all_to_all_single": (1, "input", BUS_FACTORS["all_to_all"]),  # S: the input
 }
 # torch 2.13's new spellings (FSDP2 calls them) are recorded under the names they replace
 SAME_AS = {

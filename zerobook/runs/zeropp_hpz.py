@@ -10,33 +10,23 @@ the world's group has no "over"), and for ours the secondary bytes held between 
 backward, and the weights after the two steps (to compare bit for bit).
 """
 
-import argparse
-
 import torch
 
 import zerobook as zb
-from zerobook.capstone_train import rank_rows
 from zerobook.comm import CommMeter
 from zerobook.fsdp2 import shard_blocks
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.models import GPT, next_token_loss
+from zerobook.runs.zeropp_common import start, CONFIG, batch, zero3
 from zerobook.training import flat_weights
-from zerobook.zero import Zero3AdamW
 from zerobook.zero.hpz import hpz_unit
-
-CONFIG = GPTConfig(vocab=256, hidden=64, layers=2, heads=4, seq_len=64)
 
 
 def ours(me, data, node_size: int | None) -> dict:
-    torch.manual_seed(0)
-    model = GPT(CONFIG).to(torch.bfloat16)
-    unit = {"unit_cls": hpz_unit(node_size)} if node_size else {}
-    zero = Zero3AdamW(model, unit_types=(Block,), lr=3e-3, **unit)
+    model, zero = zero3(hpz_unit(node_size) if node_size else None)
     held = []
     for step in range(2):
         with CommMeter() as meter:
-            loss = next_token_loss(
-                model, rank_rows(data, step, me, 0, 8, CONFIG.seq_len)
-            )
+            loss = next_token_loss(model, batch(data, step, me, 8))
             held.append(
                 sum(
                     u.secondary.nbytes
@@ -60,20 +50,14 @@ def fsdp2(me, data, node_size: int) -> dict:
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for step in range(2):
         with CommMeter() as meter:
-            next_token_loss(
-                model, rank_rows(data, step, me, 0, 8, CONFIG.seq_len)
-            ).backward()
+            next_token_loss(model, batch(data, step, me, 8)).backward()
             optimizer.step()
         optimizer.zero_grad()
     return {"sent": meter.summary(by_group=True)}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--node-size", type=int, default=2)
-    cli = parser.parse_args()
-    me = zb.setup(verbose=False)
-    data, _ = zb.text.load()
+    cli, me, data = start(__doc__)
     zb.report(
         world_size=me.world_size,
         node_size=cli.node_size,

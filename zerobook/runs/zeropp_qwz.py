@@ -14,40 +14,24 @@ Every rank reports:
 """
 
 import argparse
-import math
 
 import torch
 
 import zerobook as zb
-from zerobook.capstone_train import rank_rows
 from zerobook.comm import CommMeter
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
-from zerobook.zero import Zero3AdamW
+from zerobook.models import next_token_loss
+from zerobook.runs.zeropp_common import batch, bf16_gpt, train_curves, zero3
 from zerobook.zero.quantized import dequantize_blocks, quantize_blocks, quantized_unit
 
-CONFIG = GPTConfig(vocab=256, hidden=64, layers=2, heads=4, seq_len=64)
 BLOCK, BLOCKS = 256, (32, 256, 2048, 16384)
-
-
-def zero3(model, quantized: bool):
-    unit = {"unit_cls": quantized_unit(BLOCK)} if quantized else {}
-    return Zero3AdamW(model, unit_types=(Block,), lr=3e-3, **unit)
-
-
-def bf16_model(seed: int = 0) -> GPT:
-    torch.manual_seed(seed)
-    return GPT(CONFIG).to(torch.bfloat16)
 
 
 def bytes_part(me, data) -> dict:
     out = {}
     for quantized in (False, True):
-        model = bf16_model()
-        zero = zero3(model, quantized)
+        model, zero = zero3(quantized_unit(BLOCK) if quantized else None)
         with CommMeter() as meter:
-            next_token_loss(
-                model, rank_rows(data, 0, me, 0, 12, CONFIG.seq_len)
-            ).backward()
+            next_token_loss(model, batch(data, 0, me, 12)).backward()
             zero.step()
         out["qwZ" if quantized else "ZeRO-3"] = meter.summary()
     out["units"] = {u.name: u.flat.padded for u in zero.units}  # elements, padded to N
@@ -57,7 +41,7 @@ def bytes_part(me, data) -> dict:
 def error_part(me) -> dict:
     """Each block size: the worst error over its bound, and the mean error over the mean |w|."""
     weights = torch.cat(
-        [p.detach().float().reshape(-1) for p in bf16_model().parameters()]
+        [p.detach().float().reshape(-1) for p in bf16_gpt().parameters()]
     )
     out = {}
     for block in BLOCKS:
@@ -73,20 +57,8 @@ def error_part(me) -> dict:
 
 
 def train_part(me, data, steps: int) -> dict:
-    curves = {}
-    for quantized in (False, True):
-        model = bf16_model()
-        zero, curve = zero3(model, quantized), []
-        for step in range(steps):
-            loss = next_token_loss(
-                model, rank_rows(data, step, me, 0, 12, CONFIG.seq_len)
-            )
-            loss.backward()
-            zero.step()
-            zero.zero_grad()
-            curve.append(loss.item() / math.log(2))
-        curves["qwZ" if quantized else "ZeRO-3"] = curve
-    return curves
+    ways = {"ZeRO-3": None, "qwZ": quantized_unit(BLOCK)}
+    return train_curves(me, data, ways, steps, rows=12)
 
 
 def main() -> None:
