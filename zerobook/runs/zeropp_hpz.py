@@ -16,7 +16,7 @@ import zerobook as zb
 from zerobook.comm import CommMeter
 from zerobook.fsdp2 import shard_blocks
 from zerobook.models import GPT, next_token_loss
-from zerobook.runs.zeropp_common import start, CONFIG, batch, zero3
+from zerobook.zero.trials import start, CONFIG, batch, zero3
 from zerobook.training import flat_weights
 from zerobook.zero.hpz import hpz_unit
 

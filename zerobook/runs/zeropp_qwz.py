@@ -20,7 +20,7 @@ import torch
 import zerobook as zb
 from zerobook.comm import CommMeter
 from zerobook.models import next_token_loss
-from zerobook.runs.zeropp_common import batch, bf16_gpt, train_curves, zero3
+from zerobook.zero.trials import batch, bf16_gpt, train_curves, zero3
 from zerobook.zero.quantized import dequantize_blocks, quantize_blocks, quantized_unit
 
 BLOCK, BLOCKS = 256, (32, 256, 2048, 16384)

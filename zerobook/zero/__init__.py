@@ -13,6 +13,8 @@ sharded_optimizer.py  ZeRO-1 over any torch.optim optimizer (like ZeroRedundancy
 offload.py   ZeRO-3's units kept in host memory, copied in ahead of use (ZeRO-Infinity's idea)
 quantized.py ZeRO++'s qwZ: a unit whose all-gathers send int8 blocks and their scales
 hpz.py       ZeRO++'s hpZ: a unit that keeps a node's share after forward for backward's gather
+qgz.py       ZeRO++'s qgZ: a unit whose gradients go through two all-to-alls of int4
+trials.py    the short trainings the ZeRO++ runs share (a small GPT on real text, loss per step)
 """
 
 from zerobook.zero.flat import FlatParams

@@ -1,4 +1,4 @@
-"""What the ZeRO++ runs share (zerobook.runs.zeropp_qwz, _hpz, _qgz): the capstone's byte-level
+"""What the ZeRO++ runs (zerobook.runs.zeropp_qwz, _hpz, _qgz) share: the capstone's byte-level
 GPT in bf16 under our ZeRO-3 with a part's unit class, and its training loss step by step."""
 
 import argparse
