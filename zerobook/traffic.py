@@ -12,7 +12,8 @@ BUS_FACTORS = {
     "all_gather": lambda n: (n - 1) / n,
     "broadcast": lambda n: 1.0,
     "reduce": lambda n: 1.0,
-    "all_to_all": lambda n: (n - 1) / n,  # each rank keeps its own piece, sends the rest
+    # an all-to-all: each rank keeps its own piece and sends the rest
+    "all_to_all": lambda n: (n - 1) / n,
 }
 
 
