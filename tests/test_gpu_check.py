@@ -37,6 +37,11 @@ def test_the_dry_run_takes_every_section_and_counts_model_states_as_the_calculat
         results["capstone"]["fsdp2"]["curve"] == results["capstone"]["single"]["curve"]
     )
     assert results["runs"]["hello"]["gloo-cpu"]["ok"]
+    # the allocator's expandable segments: the same methods, the ranks' environment set
+    assert (
+        results["memory_expandable"]["2"]["methods"].keys()
+        == results["memory"]["2"]["methods"].keys()
+    )
     assert results["labs"]["setup_check/all_reduce"]["gloo-cpu"]["ok"]
     assert (
         gpu_record.latest(tmp_path) is None
