@@ -171,6 +171,35 @@ return {page: document.scrollingElement.scrollWidth, window: window.innerWidth,
 """
 
 
+# The whole page saved as pictures for review only when asked (`make test SCREENSHOTS=1`, or
+# tests/screenshots.py for the README's): encoding them took a quarter of the book tests' time.
+SCREENSHOTS = os.environ.get("SCREENSHOTS") == "1"
+
+
+def render_whole_page(browser) -> None:
+    """Lay out and paint the whole page at once, as a full-page picture does, without encoding
+    one: the viewport is made as tall as the page for two frames, so what loads late (lazy
+    images, anything below the fold) is requested."""
+    browser.execute_script(SETTLE)
+    size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {
+            "width": int(size["width"]),
+            "height": int(size["height"]),
+            "deviceScaleFactor": 1,
+            "mobile": False,
+        },
+    )
+    try:
+        browser.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));"
+        )
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def full_page_screenshot(browser, path, tile: int = 12_000) -> list:
     """The whole page, top to bottom, at the window's width (Chromium's DevTools protocol): PATH,
     then PATH_2, PATH_3, ... for each further `tile` pixels of a long page. Returns the files."""
@@ -212,8 +241,8 @@ def test_each_page_renders_offline_fits_its_width_and_passes_axe_light_and_dark(
     """Each page as a reader meets it, at a desktop's and a phone's width, loaded once: no
     request leaves the machine (tests/test_book_a11y.py also reads every built file for what
     it would load), no console error, the theme and the math rendered; the page never scrolls
-    sideways and no code or output line is wider than the column; the whole page saved for
-    review in _build/screenshots; axe-core finds no serious or critical WCAG 2.1 A/AA
+    sideways and no code or output line is wider than the column; the whole page rendered (and,
+    with SCREENSHOTS=1, saved for review in _build/screenshots); axe-core finds no serious or critical WCAG 2.1 A/AA
     violation in the light theme a reader meets first, and at a desktop's width, once the
     theme's switch has made it dark, its text (captions and outputs too) keeps AA contrast."""
     browser.set_window_size(width, 1000)
@@ -234,10 +263,13 @@ def test_each_page_renders_offline_fits_its_width_and_passes_axe_light_and_dark(
             f"{page} scrolls sideways: {fit['page']} px wide in {fit['window']}"
         )
         assert not fit["wide"], f"{page}: lines wider than the column: {fit['wide']}"
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        shot = SHOTS / f"{page.replace('/', '__')}_{width}.png"
-        first, *rest = full_page_screenshot(browser, shot)
-        assert first.stat().st_size > 10_000 and all(f.is_file() for f in rest)
+        if SCREENSHOTS:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            shot = SHOTS / f"{page.replace('/', '__')}_{width}.png"
+            first, *rest = full_page_screenshot(browser, shot)
+            assert first.stat().st_size > 10_000 and all(f.is_file() for f in rest)
+        else:
+            render_whole_page(browser)
         # the screenshot rendered the whole page: what loads late (lazy images, below the fold) too
         late = [u for u in requested_urls(browser) if leaves_the_machine(u)]
         assert not late, f"{page} asked the network for {late} once scrolled through"

@@ -15,10 +15,11 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 from pathlib import Path
 
 from zerobook import run_cache, untrusted, witness
-from zerobook.launch import LaunchError, RunResult, torchrun
+from zerobook.launch import LaunchError, RunResult, RunTimedOut, torchrun
 
 COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
 PART_TIMEOUT_ENV = "ZEROBOOK_PART_TIMEOUT"  # grading sets it from the reference's time (zerobook.classroom)
@@ -42,9 +43,11 @@ def run_part(
 
     timeout: seconds for the launch (a lab's own, for a long run; else PART_TIMEOUT_S); while
     grading, the limit the classroom measured from the reference's run wins.
-    debug=True checks that every collective matches across ranks (TORCH_DISTRIBUTED_DEBUG=DETAIL).
-    Harnesses that wrap the model in DDP pass debug=False: in torch 2.13 DDP's constructor crashes
-    (SIGSEGV) on gloo in DETAIL mode. launch_options: zb.torchrun's (backend, env).
+    debug=True: a run that fails in a collective is launched again with every collective checked
+    across ranks (TORCH_DISTRIBUTED_DEBUG=DETAIL), and that run, which names the collectives that
+    differ, is the one returned (`checked_on_failure`). Harnesses that wrap the model in DDP pass
+    debug=False: in torch 2.13 DDP's constructor crashes (SIGSEGV) on gloo in DETAIL mode.
+    launch_options: zb.torchrun's (backend, env).
     """
     stubs = function_stubs(student_file)
     if stubs and all(stubs.values()):
@@ -67,16 +70,50 @@ def run_part(
     return run_cache.record(
         name,
         lambda: as_witnessed(
-            torchrun(
-                f"zerobook.labs.{lab}",
-                nproc=nproc,
-                timeout=timeout,
-                debug=debug,
-                args=["--student", student_file, "--part", part],
-                **launch_options,
+            checked_on_failure(
+                lambda detail: torchrun(
+                    f"zerobook.labs.{lab}",
+                    nproc=nproc,
+                    timeout=timeout,
+                    debug=detail,
+                    args=["--student", student_file, "--part", part],
+                    **launch_options,
+                ),
+                debug,
             )
         ),
     )
+
+
+def checked_on_failure(launch, debug: bool) -> RunResult:
+    """`launch(False)`; with `debug`, `launch(True)` (every collective checked across ranks:
+    TORCH_DISTRIBUTED_DEBUG=DETAIL) in its place when the first run failed in a collective.
+
+    The check cost a third of a lab run's CPU (2 cores: gloo runs a barrier and an all-gather of
+    each collective's fingerprint first), and a run whose collectives match never needs it.
+    Collectives that differ still fail an unchecked run (gloo aborts on sizes that differ; a
+    peer that skipped one closes its link), unnamed: such runs are launched again, checked. Not
+    launched again: a run past its whole timeout (an infinite loop would cost it twice), one
+    whose first failure is the student's own error (the check would add nothing), one whose
+    ranks all timed out in a collective (a deadlock: where each waited is said already, and a
+    deadlocked ring's sends are not checked: it would wait twice).
+    """
+    try:
+        run = launch(False)
+    except RunTimedOut:
+        raise
+    except LaunchError:
+        if not debug:
+            raise
+        return launch(True)
+    failed = [report["failed"] for report in run.ranks if report.get("failed")]
+    lost = failed and all(f.get("lost_peer") for f in failed)
+    if debug and lost and not all(TIMED_OUT.search(f["error"]) for f in failed):
+        return launch(True)
+    return run
+
+
+TIMED_OUT = re.compile(r"timed out", re.IGNORECASE)
 
 
 def as_witnessed(run: RunResult) -> RunResult:

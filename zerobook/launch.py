@@ -104,6 +104,10 @@ def torchrun_command(target: str, nproc: int, args, log_dir: str, max_restarts: 
             "--start-method=fork", "--run-path", RANK_ENTRY, *rest]
 
 
+class RunTimedOut(LaunchError):
+    """The whole run outlived its `timeout` (every rank was stopped, saying where it was)."""
+
+
 def run_env(report_dir: str, run_id: str, debug: bool, collective_timeout, extra) -> dict:
     """The ranks' environment: one thread each, unbuffered output (a crash prints its Python stack)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1",
@@ -207,7 +211,7 @@ def _run(command, env, run, deadline, stream, target, limits=None) -> None:
             _pump(proc, time.monotonic() + 1.5, stream)
         except _TimedOut:
             pass
-        raise LaunchError(timeout_message(target, stream), log="\n".join(stream.log)) from None
+        raise RunTimedOut(timeout_message(target, stream), log="\n".join(stream.log)) from None
     finally:
         run_processes.stop(proc, *run)
         proc.stdout.close()
