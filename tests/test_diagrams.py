@@ -8,7 +8,8 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from zerobook import diagrams, memory, plots  # noqa: E402
+from zerobook import memory  # noqa: E402
+from zerobook.figures import diagrams, reports, style, timelines  # noqa: E402
 from zerobook.zero import FlatParams  # noqa: E402
 from zerobook.zero.timeline import Event  # noqa: E402
 
@@ -62,7 +63,7 @@ def test_a_kept_unit_is_held_until_the_bytes_fall():
         Event(6, "reduce-scatter", "root", 4),
         Event(7, "reduced", "root", 0),
     ]
-    spans = diagrams.held_spans(events, {"root": 4, "b": 10})
+    spans = timelines.held_spans(events, {"root": 4, "b": 10})
     assert spans == [
         ("b", 2, 4),
         ("root", 0, 6),
@@ -76,11 +77,20 @@ CHARTS = {
     "stacked_bytes": lambda: diagrams.stacked_bytes_chart(
         diagrams.model_states_rows(7.5e9, 64)
     ),
-    "unit_timeline": lambda: diagrams.unit_timeline_chart(EVENTS, {"blocks.0": 10}),
-    "all_reduce": lambda: diagrams.all_reduce_chart(
+    "unit_timeline": lambda: timelines.unit_timeline_chart(EVENTS, {"blocks.0": 10}),
+    "all_reduce": lambda: reports.all_reduce_chart(
         [{"rank": r, "contribution": r + 1, "total": 10} for r in range(4)]
     ),
-    "resume": lambda: diagrams.resume_chart(
+    "straggler": lambda: reports.straggler_chart(
+        [
+            {
+                "rank": r,
+                "steps": [{"compute_s": 0.001 + 0.05 * (r == 2), "reduce_s": 0.05}] * 3,
+            }
+            for r in range(3)
+        ]
+    ),
+    "resume": lambda: reports.resume_chart(
         {str(s): 5 - s / 10 for s in range(10)},
         {str(s): 5 - s / 10 for s in range(6, 10)},
         start=6,
@@ -91,7 +101,7 @@ CHARTS = {
 
 @pytest.mark.parametrize("name", CHARTS)
 def test_every_diagram_is_legible_in_the_books_column(name):
-    assert plots.rendered_text_px(CHARTS[name]()) >= 9
+    assert style.rendered_text_px(CHARTS[name]()) >= 9
 
 
 def test_the_resume_chart_draws_every_step_of_both_runs():

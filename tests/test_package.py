@@ -7,6 +7,7 @@ import pytest
 
 import zerobook as zb
 from conftest import ROOT, TARGETS
+from zerobook._moved import MOVED
 
 
 def test_every_module_and_name_is_reachable_from_zb():
@@ -15,7 +16,9 @@ def test_every_module_and_name_is_reachable_from_zb():
     folder = ROOT / "zerobook"
     modules = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")}
     modules |= {p.parent.name for p in folder.glob("*/__init__.py")}
-    assert modules == zb.SUBMODULES
+    assert (
+        modules | set(MOVED) == zb.SUBMODULES
+    )  # and the old names (tests/test_moved.py)
     code = (
         "import importlib, zerobook as zb; print([n for n in sorted(zb.SUBMODULES) "
         "if getattr(zb, n) is not importlib.import_module('zerobook.' + n)])"
@@ -50,7 +53,8 @@ def test_importing_zerobook_loads_neither_torch_nor_the_launcher_nor_matplotlib(
 def test_the_notebook_sides_figures_tables_and_launcher_load_no_torch():
     """A chapter's kernel imports torch only if the chapter uses it (about 1.3 CPU seconds)."""
     code = (
-        "import sys, zerobook.plots, zerobook.diagrams, zerobook.widgets, zerobook.launch, zerobook.grading; "
+        "import sys, zerobook.figures.charts, zerobook.figures.diagrams, zerobook.figures.widgets, "
+        "zerobook.figures.step_explorer, zerobook.launch, zerobook.grading; "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run(
@@ -79,12 +83,7 @@ NOTEBOOK_SIDE = {
     "zerobook.zygote",
     "zerobook.rank_output",
     "zerobook.failures",
-    "zerobook.plots",
-    "zerobook.gpu_plots",
-    "zerobook.capstone_plots",
     "zerobook.capstone_checks",
-    "zerobook.diagrams",
-    "zerobook.widgets",
     "zerobook.grading",
     "zerobook.cluster",
     "zerobook.run_cache",
@@ -92,6 +91,11 @@ NOTEBOOK_SIDE = {
     "zerobook.doctor",
     "zerobook.__main__",
 } | CLASSROOM
+FIGURES = {
+    ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for p in (PACKAGE / "figures").rglob("*.py")
+} | {f"zerobook.{old}" for old, new in MOVED.items() if new.startswith("figures.")}
+NOTEBOOK_SIDE |= FIGURES  # every picture, under its new name and its old one
 
 
 def module_name(path) -> str:

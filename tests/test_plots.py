@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.colors as mcolors  # noqa: E402
 import pytest  # noqa: E402
 
-from zerobook import plots  # noqa: E402
+from zerobook.figures import charts, ring, style, timelines  # noqa: E402
 from zerobook.zero.timeline import Event  # noqa: E402
 
 EVENTS = [
@@ -53,21 +53,21 @@ ROWS = [
 ]
 
 CHARTS = {
-    "max_model_size": lambda: plots.max_model_size_chart(),
-    "redundancy": lambda: plots.redundancy_chart(),
-    "traffic": lambda: plots.traffic_chart(),
-    "ring_steps": lambda: plots.ring_steps_chart(TRACE),
-    "bandwidth": lambda: plots.bandwidth_chart(
+    "max_model_size": lambda: charts.max_model_size_chart(),
+    "redundancy": lambda: charts.redundancy_chart(),
+    "traffic": lambda: charts.traffic_chart(),
+    "ring_steps": lambda: ring.ring_steps_chart(TRACE),
+    "bandwidth": lambda: ring.bandwidth_chart(
         ROWS, {("ring", 2): {"intercept": 1e-4, "slope": 1e-9}}
     ),
-    "gradient_bytes": lambda: plots.gradient_bytes_chart(
+    "gradient_bytes": lambda: charts.gradient_bytes_chart(
         {"ddp": [1, 2, 3]}, {"2Ψ": 3}, "title"
     ),
-    "timeline": lambda: plots.timeline_chart({"no prefetch": EVENTS}),
-    "gathered_bytes": lambda: plots.gathered_bytes_chart(
+    "timeline": lambda: timelines.timeline_chart({"no prefetch": EVENTS}),
+    "gathered_bytes": lambda: timelines.gathered_bytes_chart(
         {"no prefetch": EVENTS}, {"16Ψ/N": 5}, kept=5
     ),
-    "scaling": lambda: plots.scaling_chart(7.5e9, [1, 2, 4], {2: 60e9}),
+    "scaling": lambda: charts.scaling_chart(7.5e9, [1, 2, 4], {2: 60e9}),
 }
 UNITS = ("(GB", "(KiB", "(ms", "(bytes", "(parameters", "GB ")
 GREYS = {"grey", "dimgrey", "white"}
@@ -96,7 +96,7 @@ def test_every_chart_has_labelled_axes_with_units(name):
 @pytest.mark.parametrize("name", CHARTS)
 def test_every_chart_draws_in_the_palette(name):
     fig = CHARTS[name]()
-    allowed = {mcolors.to_hex(c) for c in plots.PALETTE.values()} | {
+    allowed = {mcolors.to_hex(c) for c in style.PALETTE.values()} | {
         mcolors.to_hex(g) for g in GREYS
     }
     used = {
@@ -116,7 +116,7 @@ def test_every_chart_draws_in_the_palette(name):
 @pytest.mark.parametrize("name", CHARTS)
 def test_every_chart_is_legible_in_the_books_column(name):
     """No text under 9 CSS px where the book shows the figure (column ~700 px, SVG 96 px/in)."""
-    assert plots.rendered_text_px(CHARTS[name]()) >= 9
+    assert style.rendered_text_px(CHARTS[name]()) >= 9
 
 
 def test_a_wide_figure_is_shrunk_to_the_column_and_its_text_with_it():
@@ -126,12 +126,12 @@ def test_a_wide_figure_is_shrunk_to_the_column_and_its_text_with_it():
     ax.set_title("title", fontsize=9)
     ax.tick_params(labelsize=9)
     width_in = fig.get_tightbbox(fig.canvas.get_renderer()).width + 0.2
-    assert plots.rendered_text_px(fig) == pytest.approx(
-        9 / 72 * plots.COLUMN_PX / width_in
+    assert style.rendered_text_px(fig) == pytest.approx(
+        9 / 72 * style.COLUMN_PX / width_in
     )
-    assert plots.rendered_text_px(fig) < 9  # what the old ring chart did to its digits
+    assert style.rendered_text_px(fig) < 9  # what the old ring chart did to its digits
     narrow, ax = plt.subplots(figsize=(5, 3))
     ax.set_title("title", fontsize=9)
-    assert plots.rendered_text_px(narrow) == pytest.approx(
-        9 * plots.CSS_PX_PER_INCH / 72
+    assert style.rendered_text_px(narrow) == pytest.approx(
+        9 * style.CSS_PX_PER_INCH / 72
     )

@@ -5,7 +5,8 @@ from types import SimpleNamespace
 import pytest
 
 from browser import driver
-from zerobook import memory, widgets
+from zerobook import memory
+from zerobook.figures import step_explorer, widgets
 
 
 def test_live_explorer_follows_its_sliders():
@@ -122,10 +123,10 @@ def every_step_choice():
     menus = [
         list(MODELS),
         list(PRESETS),
-        list(widgets.STEP_METHODS),
-        *widgets.STEP_CHOICES.values(),
+        list(step_explorer.STEP_METHODS),
+        *step_explorer.STEP_CHOICES.values(),
     ]
-    names = ["model", "hardware", "method", *widgets.STEP_CHOICES]
+    names = ["model", "hardware", "method", *step_explorer.STEP_CHOICES]
     return [dict(zip(names, values)) for values in itertools.product(*menus)]
 
 
@@ -138,7 +139,7 @@ def python_prediction(choice: dict, spans: bool = True) -> dict:
     model, hardware = MODELS[c.pop("model")], PRESETS[c.pop("hardware")]
     sync = {k: c.pop(k) for k in ("grad_sync", "allocator_margin") if k in c}
     p = predict_step(
-        model, hardware, **widgets.step_arguments(**c), **sync, allow_oom=True
+        model, hardware, **step_explorer.step_arguments(**c), **sync, allow_oom=True
     )
     keys = (
         "step_s",
@@ -183,7 +184,7 @@ def explorer_page(tmp_path, **chosen):
     """The static step explorer on a page of its own: (its file, its root element's id, its data)."""
     import json
 
-    html = widgets.step_explorer(**chosen)._repr_html_()
+    html = step_explorer.step_explorer(**chosen)._repr_html_()
     page = tmp_path / "steps.html"
     page.write_text(f"<!doctype html><html><body>{html}</body></html>")
     data = json.loads(html.split("const DATA = ", 1)[1].split(";  //", 1)[0])
@@ -191,13 +192,13 @@ def explorer_page(tmp_path, **chosen):
 
 
 def test_the_step_explorer_is_self_contained_and_refuses_a_bad_choice():
-    html = widgets.step_explorer()._repr_html_()
+    html = step_explorer.step_explorer()._repr_html_()
     assert "<script>" in html and "http" not in html.replace(
         "http://www.w3.org/2000/svg", ""
     )
     assert "predictStep" in html
     with pytest.raises(ValueError, match="method"):
-        widgets.step_explorer(method="ZeRO-4")
+        step_explorer.step_explorer(method="ZeRO-4")
 
 
 def test_the_pages_javascript_predicts_the_same_doubles_as_predict_step(tmp_path):
@@ -260,7 +261,7 @@ def test_choosing_in_chromium_redraws_the_predicted_step_and_memory(tmp_path):
             model="Llama 3 8B",
             hardware="H100",
             method="ZeRO-3 + prefetch",
-            **widgets.STEP_DEFAULTS,
+            **step_explorer.STEP_DEFAULTS,
         )
     )
     browser = driver(tmp_path / "profile")
@@ -283,7 +284,7 @@ def test_choosing_in_chromium_redraws_the_predicted_step_and_memory(tmp_path):
                 model="Llama 3 70B",
                 hardware="A100",
                 method="ZeRO-3, no prefetch",
-                **{**widgets.STEP_DEFAULTS, "recompute": "full"},
+                **{**step_explorer.STEP_DEFAULTS, "recompute": "full"},
             )
         )
         assert (
@@ -299,7 +300,7 @@ def test_choosing_in_chromium_redraws_the_predicted_step_and_memory(tmp_path):
         terms = root.find_elements("css selector", "rect[data-term]")
         assert [t.get_attribute("data-term") for t in terms] == list(chosen["memory"])
         legend = root.find_element("css selector", "[data-out=memory]").text
-        assert legend == widgets.memory_sentence(
+        assert legend == step_explorer.memory_sentence(
             SimpleNamespace(memory=chosen["memory"])
         )  # the live one's words
         summary = root.find_element("css selector", "[data-out=summary]").text
@@ -326,7 +327,7 @@ def test_the_live_step_explorer_follows_its_controls():
     from zerobook.hardware import A100_NODE
     from zerobook.perfmodel import LLAMA3_70B, predict_step
 
-    box = widgets.step_explorer_live()
+    box = step_explorer.step_explorer_live()
     controls = {
         c.description: c
         for c in box.children
@@ -353,8 +354,8 @@ def test_the_live_step_explorer_follows_its_controls():
         shard_group=4,
         allow_oom=True,
     )
-    assert label.value == widgets.step_summary(p, 80) != first
-    assert terms.value == widgets.memory_sentence(p)
+    assert label.value == step_explorer.step_summary(p, 80) != first
+    assert terms.value == step_explorer.memory_sentence(p)
 
 
 def test_the_pages_collectives_are_nccl_choice_to_the_bit(tmp_path):

@@ -9,13 +9,17 @@ still one attribute away: `zb.zero.ShardedOptimizer`, `zb.memory.model_state_byt
 import importlib
 import pkgutil
 
+from zerobook import _moved
+
+_moved.install()  # the names modules had before they moved into a room (zerobook/_moved.py)
+
 __version__ = "0.1.0"
 # every module and package of the folder (none is imported until it is asked for)
 SUBMODULES = {
     module.name
     for module in pkgutil.iter_modules(__path__)
     if not module.name.startswith("_")
-}
+} | set(_moved.MOVED)
 ATTRIBUTES = {  # name -> the module it comes from
     "Rank": "zerobook.dist",
     "setup": "zerobook.dist",

@@ -11,8 +11,9 @@ zb.report(
         for m in (
             "zerobook.launch",
             "zerobook.zygote",
-            "zerobook.plots",
-            "zerobook.widgets",
+            "zerobook.figures",
+            "zerobook.figures.style",
+            "zerobook.figures.widgets",
             "zerobook.grading",
             "matplotlib",
         )

@@ -1,11 +1,11 @@
 """The capstone's figures (notebook side): its loss curves beside the n-gram baselines, and a
-run killed and resumed against the run that was not. Style and palette: zerobook.plots."""
+run killed and resumed against the run that was not. Style and palette: zerobook.figures.style."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from zerobook.plots import PALETTE
+from zerobook.figures.style import PALETTE
 
 METHODS = {
     "ddp": ("your DDP", PALETTE["blue"], "-"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from zerobook.plots import PALETTE, reference_lines
+from zerobook.figures.style import PALETTE, reference_lines
 
 MiB, GiB = 2**20, 2**30
 

@@ -1,0 +1,79 @@
+"""Modules that moved into a room keep their old names (zerobook/_moved.py): each old name is
+the very module of its new one, run once, with every public name the old module had."""
+
+import subprocess
+import sys
+
+from conftest import ROOT
+from zerobook._moved import MOVED, SPLIT
+
+# every public name each old module had before it moved (the names a reader's code may use)
+OLD_NAMES = {
+    "plots": "COLUMN_PX CSS_PX_PER_INCH BOOK_STYLE use_book_style rendered_text_px PALETTE "
+    "STAGE_COLORS max_model_size_chart redundancy_chart traffic_chart ring_steps_chart ring_grid "
+    "bandwidth_chart gradient_bytes_chart reference_lines timeline_chart gathered_bytes_chart "
+    "scaling_chart prediction_chart predicted_bars gantt measured_beside_predicted",
+    "diagrams": "KINDS KIND_COLORS KIND_NAMES OTHER_COLORS sharded_kinds held_ranges "
+    "padding_ranges held_bytes draw_buffer draw_stage shard_layout_chart model_states_rows "
+    "amount stacked_bytes_chart held_spans unit_timeline_chart all_reduce_chart resume_chart",
+    "widgets": "DEVICES_GB HTML stage_explorer summary params_label psi_choices "
+    "stage_explorer_live html_table STEP_METHODS STEP_CHOICES STEP_DEFAULTS step_arguments "
+    "step_explorer step_summary memory_sentence step_explorer_live",
+    "gpu_plots": "MiB GiB offload_memory_chart",
+    "capstone_plots": "METHODS smoothed curves_chart resume_chart",
+}
+
+CHECK = """
+import importlib, sys
+import zerobook as zb
+from zerobook._moved import MOVED
+old, first = sys.argv[1], sys.argv[2]
+# imported first by the name given: the old one, or the new one
+a = importlib.import_module("zerobook." + (old if first == "old" else MOVED[old]))
+b = importlib.import_module("zerobook." + (MOVED[old] if first == "old" else old))
+assert a is b, (a, b)
+assert getattr(zb, old) is a and sys.modules["zerobook." + old] is a
+assert a.__name__ == a.__spec__.name == "zerobook." + MOVED[old], (a.__name__, a.__spec__.name)
+missing = [n for n in sys.argv[3].split() if not hasattr(a, n)]
+assert not missing, missing
+print("ok")
+"""
+
+
+def check(old: str, first: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK, old, first, OLD_NAMES[old]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip() + out.stderr[-1500:]
+
+
+def test_every_old_name_is_its_new_module_imported_once_with_all_its_names():
+    assert set(OLD_NAMES) == set(MOVED)
+    for old in MOVED:
+        for first in ("old", "new"):
+            assert check(old, first) == "ok", (old, first)
+
+
+def test_a_name_that_no_part_of_a_split_module_has_is_still_an_attribute_error():
+    code = (
+        "import zerobook.plots as p\n"
+        "try:\n    p.no_such_chart\nexcept AttributeError as e:\n    print(e)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True
+    )
+    assert "'zerobook.figures.charts' has no attribute 'no_such_chart'" in out.stdout
+    assert set(SPLIT) <= {MOVED[old] for old in MOVED}
+
+
+def test_python_m_runs_an_old_name():
+    out = subprocess.run(
+        [sys.executable, "-m", "zerobook.gpu_plots"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]

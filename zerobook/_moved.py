@@ -1,0 +1,89 @@
+"""Old names of modules that moved into a room: `import zerobook.plots`, `zb.plots` and
+`python -m zerobook.memory` keep working, and give the very module object of the new name
+(`zerobook.figures.plots`): its code runs once, whichever name is imported first.
+
+A module split when it moved keeps its old name on the part that kept most of it; imported by
+its old name, that part is given a `__getattr__` (PEP 562) that finds the names that went to its
+siblings (SPLIT), so `zb.plots.PALETTE` still works; the new names are the ones to use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+
+# old name -> new name, both under zerobook. (zerobook/figures/__init__.py is the room's map.)
+MOVED = {
+    "plots": "figures.charts",
+    "diagrams": "figures.diagrams",
+    "widgets": "figures.widgets",
+    "gpu_plots": "figures.gpu",
+    "capstone_plots": "figures.capstone",
+}
+# a split module's new name -> the siblings that took some of its names
+SPLIT = {
+    "figures.charts": (
+        "figures.style",
+        "figures.ring",
+        "figures.timelines",
+        "figures.predictions",
+    ),
+    "figures.diagrams": ("figures.timelines", "figures.reports"),
+    "figures.widgets": ("figures.step_explorer",),
+}
+
+
+class OldNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The finder and loader of the old names: the module of the new name, imported once."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        short = fullname.removeprefix("zerobook.")
+        if fullname.startswith("zerobook.") and short in MOVED:
+            return importlib.machinery.ModuleSpec(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        module = importlib.import_module(new_name(spec.name))
+        spec.loader_state = (
+            module.__spec__
+        )  # the import system sets the old name's next
+        siblings = SPLIT.get(module.__name__.removeprefix("zerobook."))
+        if siblings and "__getattr__" not in vars(module):
+            module.__getattr__ = forwarded(module.__name__, siblings)
+        return module
+
+    def exec_module(self, module) -> None:
+        """Nothing runs: the module ran under its new name; its spec is given back to it."""
+        module.__spec__ = module.__spec__.loader_state
+
+    def get_code(self, fullname):
+        """`python -m zerobook.<old>` runs the new module's code as __main__ (runpy)."""
+        real = importlib.util.find_spec(new_name(fullname))
+        return real.loader.get_code(real.name)
+
+
+def forwarded(name: str, siblings: tuple[str, ...]):
+    """A module `__getattr__` that finds a name in the first sibling that has it."""
+
+    def __getattr__(attribute: str):
+        for sibling in siblings:
+            module = importlib.import_module(f"zerobook.{sibling}")
+            if attribute in vars(module):
+                return vars(module)[attribute]
+        raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
+
+    return __getattr__
+
+
+def new_name(old: str) -> str:
+    return "zerobook." + MOVED[old.removeprefix("zerobook.")]
+
+
+def install() -> None:
+    if not any(isinstance(f, OldNames) for f in sys.meta_path):
+        sys.meta_path.insert(
+            0, OldNames()
+        )  # before any finder that might find a stale copy
