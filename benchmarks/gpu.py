@@ -371,6 +371,21 @@ def compute_model(gpus: int) -> dict:
     return out
 
 
+def quantize(gpus: int) -> dict:
+    """ZeRO++'s qwZ blocks (zerobook.zero.quantized, the chapter's code) timed on the device:
+    seconds per element to quantize and to dequantize, and the link speed below which qwZ's
+    gather of a unit ends sooner than bf16's on 8 ranks (the zeropp chapter shows it)."""
+    from zerobook.zero.quantized import break_even_bandwidth, cost
+
+    elements = 2**26 if gpus else 2**16
+    per_element = cost(elements=elements, device="cuda" if gpus else "cpu")
+    return {
+        **per_element,
+        "elements": elements,
+        "break_even": break_even_bandwidth(per_element, world_size=8),
+    }
+
+
 def run_sections(
     gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None, parallel=6
 ) -> dict:
@@ -410,6 +425,7 @@ def run_sections(
         "compute_model": lambda: compute_model(gpus) if gpus else "skipped: no GPU",
         "offload": lambda: offload(gpus, tmp),
         "capstone": lambda: capstone(gpus),
+        "quantize": lambda: quantize(gpus),
     }
     for name, fn in work.items():
         if only and name not in only:

@@ -354,6 +354,22 @@ def capstone(section) -> list[str]:
     return lines + [""]
 
 
+def quantize(section) -> list[str]:
+    lines = ["## 10. ZeRO++'s block quantization (qwZ) on the device", ""]
+    if failed(section):
+        return lines + failed(section)
+    return lines + [
+        f"A bf16 tensor of {section['elements']:,} elements, blocks of 256 "
+        "(zerobook.zero.quantized, unfused: one PyTorch op a pass):",
+        "",
+        "| quantize (ns/element) | dequantize (ns/element) | break-even link, 8 ranks (GB/s) |",
+        "| --- | --- | --- |",
+        f"| {section['quantize'] * 1e9:.4f} | {section['dequantize'] * 1e9:.4f} | "
+        f"{section['break_even'] / 1e9:,.1f} |",
+        "",
+    ]
+
+
 def render(results: dict) -> str:
     device = results["environment"].get("device", "CPU")
     parts = header(results)
@@ -389,4 +405,6 @@ def render(results: dict) -> str:
         parts += offload(results["offload"])
     if "capstone" in results:
         parts += capstone(results["capstone"])
+    if "quantize" in results:
+        parts += quantize(results["quantize"])
     return "\n".join(parts)

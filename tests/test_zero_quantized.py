@@ -4,7 +4,13 @@ every element within half a step of its value, and blocks of zeros kept exact.""
 import pytest
 import torch
 
-from zerobook.zero.quantized import LEVELS, dequantize_blocks, quantize_blocks
+from zerobook.zero.quantized import (
+    LEVELS,
+    break_even_bandwidth,
+    cost,
+    dequantize_blocks,
+    quantize_blocks,
+)
 
 
 @pytest.mark.parametrize("block", [1, 7, 256, 4096])
@@ -28,3 +34,17 @@ def test_a_block_of_zeros_stays_zero_and_the_largest_element_is_exact():
     assert (
         back[:4].tolist() == [0, 0, 0, 0] and back[4] == 0.5
     )  # the max: code 127 exactly
+
+
+def test_the_break_even_link_is_the_bytes_saved_over_the_work_per_element():
+    """Each rank receives (N-1)/N of a unit, one byte and 4/block an element fewer than bf16's
+    two; it quantizes its 1/N and dequantizes the whole unit. Timed on a small tensor here."""
+    per_element = cost(elements=4096, block=256, repeats=1)
+    assert set(per_element) == {"quantize", "dequantize"}
+    assert all(0 < s < 1e-3 for s in per_element.values())
+    n, q, d = 8, 3e-9, 1e-9
+    link = break_even_bandwidth({"quantize": q, "dequantize": d}, world_size=n)
+    saved_s = (
+        (n - 1) / n * (2 - 1 - 4 / 256) / link
+    )  # at that speed, the saved bytes' time
+    assert saved_s == pytest.approx(q / n + d)  # equals the work's

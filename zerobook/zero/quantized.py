@@ -80,3 +80,41 @@ def quantized_unit(block: int = 256):
 
     QuantizedUnit.__name__ = f"QuantizedUnit(block={block})"
     return QuantizedUnit
+
+
+def cost(elements: int = 2**22, block: int = 256, device: str = "cpu", repeats=5):
+    """Seconds per element to quantize a bf16 tensor of `elements` in blocks of `block`, and to
+    dequantize it back: the fastest of `repeats` timings of each (on a GPU, between CUDA
+    synchronizations: the kernels' time)."""
+    import time
+
+    values = torch.randn(elements, device=device).to(torch.bfloat16)
+    codes, scales = quantize_blocks(values, block)
+    work = {
+        "quantize": lambda: quantize_blocks(values, block),
+        "dequantize": lambda: dequantize_blocks(
+            codes, scales, elements, torch.bfloat16
+        ),
+    }
+    sync = torch.cuda.synchronize if values.is_cuda else (lambda: None)
+    best = {}
+    for name, fn in work.items():
+        fn()  # the first call pays for allocation
+        times = []
+        for _ in range(repeats):
+            sync()
+            start = time.perf_counter()
+            fn()
+            sync()
+            times.append(time.perf_counter() - start)
+        best[name] = min(times) / elements
+    return best
+
+
+def break_even_bandwidth(per_element: dict, world_size: int, block: int = 256) -> float:
+    """Bytes per second of the link below which qwZ's gather ends sooner than bf16's: each
+    rank receives (N-1)/N of a unit, one byte and 4/block an element fewer than bf16's two,
+    and pays for quantizing its 1/N shard and dequantizing the whole unit (per element)."""
+    saved = (world_size - 1) / world_size * (2 - (1 + 4 / block))
+    spent = per_element["quantize"] / world_size + per_element["dequantize"]
+    return saved / spent
