@@ -1,0 +1,141 @@
+"""Ways a data-parallel run goes wrong, each made on purpose (the chapter "When a run goes wrong"):
+
+    python -m torch.distributed.run --nproc-per-node 3 -m zerobook.runs.gone_wrong --fault nan
+
+    order       rank 0 broadcasts where its peers all-reduce: the ranks wait on each other until
+                the collective's timeout (checked with TORCH_DISTRIBUTED_DEBUG=DETAIL: named at once)
+    nan         rank 1's batch holds an infinity: its gradients turn NaN, and the all-reduce gives
+                NaN to every rank; a check of each rank's own gradients before the collective
+                (`first_not_finite`) finds the rank and the parameter
+    straggler   rank 2 computes longer each step (`--slow` times, and 0.25 s more): every
+                rank's step takes as long, the others' extra time spent waiting in the all-reduce
+    unaveraged  the gradients are all-reduced (SUM) and never divided by N: each rank holds N times
+                the gradient of the whole batch, which a reference on one process shows
+
+Each rank trains a small MLP on its own slice of a fixed global batch (DDP's split), averaging
+gradients with one all_reduce per parameter; it reports per step what it measured. With
+`--dump DIR`, a rank whose collective fails writes what PyTorch's flight recorder holds (its last
+collectives, as TORCH_FR_BUFFER_SIZE keeps them) to DIR/rank<r>.json before it raises.
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+import zerobook as zb
+
+FAULTS = ("none", "order", "nan", "straggler", "unaveraged")
+WIDTH, PER_RANK, STEPS = 64, 8, 4
+
+
+def model() -> torch.nn.Module:
+    torch.manual_seed(0)  # every rank starts from the same weights
+    return torch.nn.Sequential(
+        torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU(), torch.nn.Linear(WIDTH, 1)
+    )
+
+
+def global_batch(step: int, world_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The step's whole batch (every rank builds the same, and takes its slice)."""
+    g = torch.Generator().manual_seed(step)
+    x = torch.randn(world_size * PER_RANK, WIDTH, generator=g)
+    return x, x.sum(dim=1, keepdim=True).sin()
+
+
+def first_not_finite(net: torch.nn.Module) -> str | None:
+    """The first parameter whose gradient holds a NaN or an infinity, by name; None if none."""
+    for name, p in net.named_parameters():
+        if p.grad is not None and not torch.isfinite(p.grad).all():
+            return name
+    return None
+
+
+def reference_grads(world_size: int) -> list[torch.Tensor]:
+    """The gradient of step 0's whole batch on one process: what DDP's average must equal."""
+    net = model()
+    x, y = global_batch(0, world_size)
+    torch.nn.functional.mse_loss(net(x), y).backward()
+    return [p.grad for p in net.parameters()]
+
+
+def flight_record() -> list[dict]:
+    """This rank's flight recorder, oldest first: each collective's name, sequence number,
+    state and input sizes (torch's own dump, in JSON: what torch's fr_trace analyzer reads)."""
+    from torch._C._distributed_c10d import _dump_fr_trace_json
+
+    entries = json.loads(_dump_fr_trace_json(True, True)).get("entries", [])
+    keys = ("profiling_name", "collective_seq_id", "state", "input_sizes")
+    return [{k: e[k] for k in keys} for e in entries]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fault", choices=FAULTS, default="none")
+    parser.add_argument("--slow", type=float, default=3.0, help="straggler: x compute")
+    parser.add_argument(
+        "--dump", help="a folder for the flight recorder of a failed rank"
+    )
+    cli = parser.parse_args()
+    me = zb.setup(verbose=False)
+    try:
+        train(cli, me)
+    except RuntimeError:
+        if cli.dump:
+            path = Path(cli.dump) / f"rank{me.rank}.json"
+            path.write_text(json.dumps(flight_record()))
+        raise
+
+
+def train(cli, me) -> None:
+    net, steps = model(), []
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    for step in range(STEPS):
+        x, y = global_batch(step, me.world_size)
+        x, y = (t[me.rank * PER_RANK : (me.rank + 1) * PER_RANK] for t in (x, y))
+        if cli.fault == "nan" and me.rank == 1 and step == 2:
+            x[3, 5] = float("inf")  # one bad element in one rank's data
+        began = time.perf_counter()
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        if cli.fault == "straggler" and me.rank == 2:
+            time.sleep((cli.slow - 1) * (time.perf_counter() - began) + 0.25)
+        computed = time.perf_counter()
+        bad_before = first_not_finite(net)
+        for p in net.parameters():
+            if cli.fault == "order" and me.rank == 0:
+                dist.broadcast(p.grad, src=0)  # the bug: a different collective
+            else:
+                dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
+            if cli.fault != "unaveraged":
+                p.grad /= me.world_size
+        reduced = time.perf_counter()
+        if step == 0:
+            exact = reference_grads(me.world_size)
+            off = max(
+                (p.grad - r).abs().max().item() / r.abs().max().item()
+                for p, r in zip(net.parameters(), exact)
+            )
+            norms = [
+                p.grad.norm().item() / r.norm().item()
+                for p, r in zip(net.parameters(), exact)
+            ]
+        opt.step()
+        steps.append(
+            dict(
+                compute_s=computed - began,
+                reduce_s=reduced - computed,
+                not_finite_before=bad_before,
+                not_finite_after=first_not_finite(net),
+            )
+        )
+    zb.report(
+        rank=me.rank, steps=steps, off_from_reference=off, grad_over_reference=norms
+    )
+
+
+if __name__ == "__main__":
+    main()
