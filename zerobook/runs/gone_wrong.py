@@ -15,11 +15,11 @@
 Each rank trains a small MLP on its own slice of a fixed global batch (DDP's split), averaging
 gradients with one all_reduce per parameter; it reports per step what it measured. With
 `--dump DIR`, a rank whose collective fails writes what PyTorch's flight recorder holds (its last
-collectives, as TORCH_FR_BUFFER_SIZE keeps them) to DIR/rank<r>.json before it raises.
+collectives, as TORCH_FR_BUFFER_SIZE keeps them) to DIR/fr_rank<r> before it raises: torch's own
+dump, a pickle, which `python -m torch.distributed.flight_recorder.fr_trace DIR` reads.
 """
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -62,14 +62,12 @@ def reference_grads(world_size: int) -> list[torch.Tensor]:
     return [p.grad for p in net.parameters()]
 
 
-def flight_record() -> list[dict]:
-    """This rank's flight recorder, oldest first: each collective's name, sequence number,
-    state and input sizes (torch's own dump, in JSON: what torch's fr_trace analyzer reads)."""
-    from torch._C._distributed_c10d import _dump_fr_trace_json
+def flight_record() -> bytes:
+    """This rank's flight recorder as torch dumps it (a pickled dict: its `entries`, oldest
+    first, each collective's name, sequence number, sizes and stack; its `pg_config`)."""
+    from torch._C._distributed_c10d import _dump_fr_trace
 
-    entries = json.loads(_dump_fr_trace_json(True, True)).get("entries", [])
-    keys = ("profiling_name", "collective_seq_id", "state", "input_sizes")
-    return [{k: e[k] for k in keys} for e in entries]
+    return _dump_fr_trace(True, True)
 
 
 def main() -> None:
@@ -85,8 +83,7 @@ def main() -> None:
         train(cli, me)
     except RuntimeError:
         if cli.dump:
-            path = Path(cli.dump) / f"rank{me.rank}.json"
-            path.write_text(json.dumps(flight_record()))
+            (Path(cli.dump) / f"fr_rank{me.rank}").write_bytes(flight_record())
         raise
 
 
