@@ -3,8 +3,10 @@ backward gathers inside the node and its secondary shard, qgZ's two int4 all-to-
 
 import pytest
 
+from test_perfmodel import predict  # Llama 3 8B on 64 GPUs in nodes of 8, ZeRO-3
+
 from zerobook.hardware import A100_NODE, H100_NODE
-from zerobook.perfmodel import LLAMA3_8B, LLAMA3_70B, predict_step
+from zerobook.perfmodel import LLAMA3_8B, LLAMA3_70B
 from zerobook.perfmodel.collectives import link_bytes
 from zerobook.perfmodel.step import Layout
 from zerobook.perfmodel.traffic import traffic_per_gpu
@@ -48,9 +50,7 @@ def test_each_part_changes_only_its_own_collective():
 
 
 def test_qgz_replaces_each_reduce_scatter_by_two_all_to_alls():
-    p = predict_step(LLAMA3_8B, H100_NODE, world_size=64, gpus_per_node=8, stage=3,
-                     micro_batch=1, seq_len=8192, activation_checkpointing="full",
-                     zeropp=("qgZ",))  # fmt: skip
+    p = predict(H100_NODE, activation_checkpointing="full", zeropp=("qgZ",))
     whats = [s.what for s in p.timeline]
     assert "reduce-scatter" not in whats
     units = LLAMA3_8B.layers + 1
@@ -69,17 +69,7 @@ def test_hpz_holds_a_secondary_shard_and_each_part_shortens_a_slow_networks_step
     shortens the step and the three together most; hpZ costs 2 Psi / 8 bytes per GPU."""
     slow = A100_NODE.with_(nics_per_node=1)
     steps = {
-        z: predict_step(
-            LLAMA3_8B,
-            slow,
-            world_size=64,
-            gpus_per_node=8,
-            stage=3,
-            micro_batch=1,
-            seq_len=2048,
-            activation_checkpointing="full",
-            zeropp=z,
-        )  # fmt: skip
+        z: predict(slow, seq_len=2048, activation_checkpointing="full", zeropp=z)
         for z in [(), ("qwZ",), ("hpZ",), ("qgZ",), ALL]
     }
     assert all(steps[z].step_s < steps[()].step_s for z in steps if z)
@@ -98,6 +88,5 @@ def test_hpz_holds_a_secondary_shard_and_each_part_shortens_a_slow_networks_step
     ],
 )
 def test_zeropp_refuses_what_it_cannot_price(bad, match):
-    options = dict(world_size=64, gpus_per_node=8, stage=3, micro_batch=1, seq_len=2048)
     with pytest.raises(ValueError, match=match):
-        predict_step(LLAMA3_8B, H100_NODE, **{**options, **bad}, allow_oom=True)
+        predict(H100_NODE, seq_len=2048, **bad, allow_oom=True)
