@@ -47,9 +47,8 @@ class OldNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         module = importlib.import_module(new_name(spec.name))
-        spec.loader_state = (
-            module.__spec__
-        )  # the import system sets the old name's next
+        # the import system sets the old name's spec on it next: kept here to give it back
+        spec.loader_state = module.__spec__
         siblings = SPLIT.get(module.__name__.removeprefix("zerobook."))
         if siblings and "__getattr__" not in vars(module):
             module.__getattr__ = forwarded(module.__name__, siblings)
@@ -84,6 +83,5 @@ def new_name(old: str) -> str:
 
 def install() -> None:
     if not any(isinstance(f, OldNames) for f in sys.meta_path):
-        sys.meta_path.insert(
-            0, OldNames()
-        )  # before any finder that might find a stale copy
+        # first: before any finder that might find a stale copy of an old module
+        sys.meta_path.insert(0, OldNames())
