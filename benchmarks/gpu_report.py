@@ -1,8 +1,8 @@
 """The markdown of benchmarks/gpu.py's results: each section's table and the ratios it is for."""
 
 from zerobook import gpu_record
-from zerobook.hardware import datasheet
-from zerobook.traffic import bandwidth as bus_bandwidth
+from zerobook.accounting.hardware import datasheet
+from zerobook.accounting.traffic import bandwidth as bus_bandwidth
 
 MiB, TFLOPS = 2**20, 1e12
 OPS = {

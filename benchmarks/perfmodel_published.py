@@ -14,7 +14,7 @@ import argparse
 
 from common import emit
 
-from zerobook.hardware import ELEMENTWISE_BYTES
+from zerobook.accounting.hardware import ELEMENTWISE_BYTES
 from zerobook.perfmodel.published import GOAL, fit_elementwise_bytes, predict_all
 
 

@@ -16,7 +16,7 @@ import time
 
 import zerobook as zb
 from common import emit
-from zerobook import traffic
+from zerobook.accounting import traffic
 
 
 def measure(world_sizes, min_bytes: int, max_bytes: int, repeats: int) -> list[dict]:

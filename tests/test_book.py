@@ -302,7 +302,7 @@ def test_search_works_offline(browser):
 
 @needs_book
 def test_the_stage_explorer_in_the_built_book_responds_to_its_slider(browser):
-    from zerobook import memory
+    from zerobook.accounting import memory
 
     load(browser, "chapters/memory_accounting.html")
     root = browser.find_element("css selector", ".zb-stage-explorer")

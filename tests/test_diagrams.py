@@ -1,5 +1,5 @@
 """The diagrams of ideas: drawn from a real FlatParams and real Events, agreeing with
-zerobook.memory, legible in the book's column."""
+zerobook.accounting.memory, legible in the book's column."""
 
 import matplotlib
 
@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from zerobook import memory  # noqa: E402
+from zerobook.accounting import memory  # noqa: E402
 from zerobook.figures import diagrams, reports, style, timelines  # noqa: E402
 from zerobook.zero import FlatParams  # noqa: E402
 from zerobook.zero.timeline import Event  # noqa: E402

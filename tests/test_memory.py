@@ -1,12 +1,14 @@
-"""zerobook.memory against the ZeRO paper's printed tables, the other conventions, and DeepSpeed."""
+"""zerobook.accounting.memory against the ZeRO paper's printed tables, the other conventions, and DeepSpeed."""
 
 import subprocess
 import sys
 
 import pytest
 
-from zerobook import memory as m
-from zerobook import zero_paper as paper
+from zerobook.accounting import activations, recipes, traffic
+from zerobook.accounting import deepspeed_estimates as ds
+from zerobook.accounting import memory as m
+from zerobook.accounting import zero_paper as paper
 
 STAGES_SHARDED = (1, 2, 3)
 
@@ -115,7 +117,7 @@ def test_reductions_approach_4x_and_8x_only_as_n_grows():
     ],
 )
 def test_the_conventions_in_circulation(name, total):
-    recipe = m.RECIPES[name]
+    recipe = recipes.RECIPES[name]
     assert recipe.bytes_per_param == total
     assert (
         m.model_state_bytes(1e9, stage=0, world_size=1, **recipe.sizes()).total
@@ -199,7 +201,7 @@ LAYOUTS = [(1, 1), (8, 1), (8, 3), (4, 7), (2, 64)]  # (GPUs per node, nodes)
 def test_deepspeed_estimates_are_deepspeeds_to_the_byte(gpus, nodes):
     for psi in PSIS:
         for offload in (True, False):
-            assert m.deepspeed_zero2_estimate(
+            assert ds.deepspeed_zero2_estimate(
                 psi, gpus_per_node=gpus, nodes=nodes, cpu_offload=offload
             ) == deepspeed_zero2(psi, gpus, nodes, offload)
             for params, init in (
@@ -208,7 +210,7 @@ def test_deepspeed_estimates_are_deepspeeds_to_the_byte(gpus, nodes):
                 (False, True),
                 (False, False),
             ):
-                ours = m.deepspeed_zero3_estimate(
+                ours = ds.deepspeed_zero3_estimate(
                     psi,
                     psi / 37,
                     gpus_per_node=gpus,
@@ -224,59 +226,62 @@ def test_deepspeed_estimates_are_deepspeeds_to_the_byte(gpus, nodes):
 
 def test_deepspeed_estimates_default_to_deepspeeds_offloads():
     psi, layer = 1e9, 1e8
-    assert m.deepspeed_zero2_estimate(psi, gpus_per_node=8) == deepspeed_zero2(
+    assert ds.deepspeed_zero2_estimate(psi, gpus_per_node=8) == deepspeed_zero2(
         psi, 8
     )  # cpu_offload=True
-    assert m.deepspeed_zero2_estimate(psi, gpus_per_node=8) == (
+    assert ds.deepspeed_zero2_estimate(psi, gpus_per_node=8) == (
         int(psi * 32 * 1.5),
         int(2 * psi),
     )
-    assert m.deepspeed_zero3_estimate(psi, layer) == (
+    assert ds.deepspeed_zero3_estimate(psi, layer) == (
         psi * 18 * 1.5,
         4 * layer,
     )  # both offloads on
-    cpu, gpu = m.deepspeed_zero2_estimate(psi, gpus_per_node=8, cpu_offload=False)
+    cpu, gpu = ds.deepspeed_zero2_estimate(psi, gpus_per_node=8, cpu_offload=False)
     assert gpu == 2 * psi + 18 * psi / 8 and cpu == psi * 4 * 8 * 1.5
-    assert m.deepspeed_label(2**30 * 3) == "3.00GB"  # GiB, labelled GB
+    assert ds.deepspeed_label(2**30 * 3) == "3.00GB"  # GiB, labelled GB
 
 
 def test_the_order_of_multiplication_is_deepspeeds():
     """175B parameters on 7 nodes: total * 18 * (1/7) * 1.5 (DeepSpeed, left to right) is
     675,000,000,000 bytes, total * (18 * (1/7)) * 1.5 one byte less. Ours must say DeepSpeed's."""
     psi = 175e9
-    cpu, _ = m.deepspeed_zero3_estimate(psi, 1, nodes=7)
+    cpu, _ = ds.deepspeed_zero3_estimate(psi, 1, nodes=7)
     assert int(psi * (18 * (1 / 7)) * 1.5) == 674_999_999_999
     assert cpu == deepspeed_zero3(psi, 1, num_nodes=7)[0] == 675_000_000_000
 
 
 def test_activation_memory_korthikanti():
     s, b, h, a = 2048, 1, 12288, 96
-    full = m.activation_bytes_per_layer(s, b, h, a)
+    full = activations.activation_bytes_per_layer(s, b, h, a)
     assert full == s * b * h * (34 + 5 * a * s / h)
-    assert m.activation_bytes_per_layer(s, b, h, a, recompute=True) == 2 * s * b * h
+    assert (
+        activations.activation_bytes_per_layer(s, b, h, a, recompute=True)
+        == 2 * s * b * h
+    )
     assert full / (2 * s * b * h) == pytest.approx((34 + 5 * a * s / h) / 2)
 
 
 def test_transformer_params_gpt2_small():
     # GPT-2 small: 124,439,808 parameters, of which 1024 x 768 are learned position embeddings,
     # which the formula leaves out.
-    assert m.transformer_params(768, 12, 50257) + 1024 * 768 == 124_439_808
+    assert activations.transformer_params(768, 12, 50257) + 1024 * 768 == 124_439_808
 
 
 def test_communication_per_step():
     psi, n = 1e9, 4
-    ddp = m.comm_elements_per_step(psi, stage=0, world_size=n)
+    ddp = traffic.comm_elements_per_step(psi, stage=0, world_size=n)
     assert ddp == {"all_reduce": 2 * psi * 3 / 4, "total": 2 * psi * 3 / 4}
     for stage in (1, 2):
         assert (
-            m.comm_elements_per_step(psi, stage=stage, world_size=n)["total"]
+            traffic.comm_elements_per_step(psi, stage=stage, world_size=n)["total"]
             == ddp["total"]
         )
-    zero3 = m.comm_elements_per_step(psi, stage=3, world_size=n)
+    zero3 = traffic.comm_elements_per_step(psi, stage=3, world_size=n)
     assert (
         zero3["all_gather"] == 2 * psi * 3 / 4 and zero3["total"] / ddp["total"] == 1.5
     )
-    assert m.comm_elements_per_step(psi, stage=3, world_size=1)["total"] == 0
+    assert traffic.comm_elements_per_step(psi, stage=3, world_size=1)["total"] == 0
 
 
 @pytest.mark.parametrize(
@@ -307,7 +312,7 @@ def test_command_line_prints_the_table():
         [
             sys.executable,
             "-m",
-            "zerobook.memory",
+            "zerobook.accounting.memory",
             "--params",
             "7.5e9",
             "--world-size",
@@ -322,7 +327,7 @@ def test_command_line_prints_the_table():
         [
             sys.executable,
             "-m",
-            "zerobook.memory",
+            "zerobook.memory",  # the old name (zerobook/_moved.py)
             "--params",
             "-1",
             "--world-size",
@@ -335,16 +340,21 @@ def test_command_line_prints_the_table():
 
 
 def test_memory_needs_no_torch():
-    code = "import sys, zerobook.memory; assert 'torch' not in sys.modules"
+    code = (
+        "import sys, zerobook.accounting.memory, zerobook.accounting.activations, "
+        "zerobook.accounting.deepspeed_estimates, zerobook.accounting.traffic, "
+        "zerobook.accounting.hardware, zerobook.accounting.zero_paper; "
+        "assert 'torch' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_korthikantis_terms_add_up_to_the_formula():
     s, b, h, a = 512, 2, 1024, 16
-    terms = m.activation_terms(s, b, h, a)
-    assert sum(terms.values()) == m.activation_bytes_per_layer(s, b, h, a)
-    assert set(m.DROPOUT_TERMS) <= set(terms)
-    dropout = sum(terms[k] for k in m.DROPOUT_TERMS)
+    terms = activations.activation_terms(s, b, h, a)
+    assert sum(terms.values()) == activations.activation_bytes_per_layer(s, b, h, a)
+    assert set(activations.DROPOUT_TERMS) <= set(terms)
+    dropout = sum(terms[k] for k in activations.DROPOUT_TERMS)
     assert dropout == 2 * s * b * h + 3 * a * s * s * b
 
 

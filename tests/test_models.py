@@ -1,6 +1,7 @@
 """zerobook.models: the course's small GPT, counted exactly."""
 
-from zerobook import measure, memory
+from zerobook import measure
+from zerobook.accounting import activations
 from zerobook.models import GPT, GPTConfig
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
@@ -8,7 +9,7 @@ CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
 
 def test_the_model_has_exactly_the_formulas_parameters():
     model = GPT(CONFIG)
-    assert measure.num_params(model) == memory.transformer_params(
+    assert measure.num_params(model) == activations.transformer_params(
         CONFIG.hidden, CONFIG.layers, CONFIG.vocab
     )
     # the output layer is the embedding: tied, counted once

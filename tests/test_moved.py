@@ -21,6 +21,17 @@ OLD_NAMES = {
     "step_explorer step_summary memory_sentence step_explorer_live",
     "gpu_plots": "MiB GiB offload_memory_chart",
     "capstone_plots": "METHODS smoothed curves_chart resume_chart",
+    "memory": "GB GiB STAGES STAGE_NAMES ModelStates Recipe RECIPES check_positive check_sizes "
+    "check_stage bytes_per_param model_state_bytes max_model_params min_world_size "
+    "comm_elements_per_step activation_bytes_per_layer DROPOUT_TERMS activation_terms "
+    "transformer_params deepspeed_zero2_estimate deepspeed_zero3_estimate deepspeed_label "
+    "stage_table format_table main",
+    "traffic": "BUS_FACTORS check ring_all_reduce_bytes parameter_server_bytes bandwidth "
+    "fit_alpha_beta predicted_seconds",
+    "zero_paper": "TABLE_1_MODELS TABLE_1 TABLE_1_DEVICE_GB TABLE_2 FIGURE_1 UNITS value "
+    "last_digit agrees",
+    "hardware": "TFLOPS GB H100_SXM H200_SXM DATASHEETS NCCL_NVLINK NCCL_NIC GENERATIONS ROOFLINE "
+    "ELEMENTWISE_BYTES Hardware datasheet nccl_nvlink H100_NODE A100_NODE PRESETS",
 }
 
 CHECK = """

@@ -35,10 +35,40 @@ def test_every_module_and_name_is_reachable_from_zb():
         zb.nonexistent  # noqa: B018
 
 
+ROOMS = sorted(
+    p.parent.name
+    for p in (ROOT / "zerobook").glob("*/__init__.py")
+    if "submodules(__name__, __path__)" in p.read_text()
+)
+
+
+def test_every_module_of_a_room_is_one_attribute_away():
+    """`zb.accounting.memory`, `zb.figures.charts`: each module of a room (zerobook/_lazy.py) is
+    an attribute of it, the very module its name imports; fresh process, nothing loaded first."""
+    assert {"accounting", "figures"} <= set(ROOMS)
+    code = (
+        "import importlib, pkgutil, sys, zerobook as zb\n"
+        "bad = []\n"
+        "for room in sys.argv[1:]:\n"
+        "    package = getattr(zb, room)\n"
+        "    for m in pkgutil.iter_modules(package.__path__):\n"
+        "        name = f'zerobook.{room}.{m.name}'\n"
+        "        if m.name.startswith('_'):\n"
+        "            continue\n"
+        "        if getattr(package, m.name) is not importlib.import_module(name):\n"
+        "            bad.append(name)\n"
+        "print(bad)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *ROOMS], cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr[-2000:]
+
+
 def test_importing_zerobook_loads_neither_torch_nor_the_launcher_nor_matplotlib():
     code = (
         "import sys, zerobook as zb; heavy = [m for m in ('torch', 'zerobook.launch', 'matplotlib') "
-        "if m in sys.modules]; print(heavy); zb.zero.Zero3AdamW; zb.memory.GB; zb.torchrun"
+        "if m in sys.modules]; print(heavy); zb.zero.Zero3AdamW; zb.accounting.memory.GB; zb.torchrun"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],

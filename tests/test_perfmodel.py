@@ -9,7 +9,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from zerobook import measure
-from zerobook.hardware import A100_NODE, H100_NODE
+from zerobook.accounting.hardware import A100_NODE, H100_NODE
 from zerobook.models import GPT, GPTConfig
 from zerobook.perfmodel import GPT3_175B, LLAMA3_8B, LLAMA3_70B, predict_step
 from zerobook.perfmodel.models import course_gpt
@@ -484,7 +484,7 @@ def test_the_published_rows_are_predicted_within_the_goal():
     """Every published row has a source, a quote and its assumptions; one is fitted and the
     constant is its fit; every other row's predicted / published is within the goal, except the
     rows that say why they are not (and are truly outside it); all-reduce and all-gather rows."""
-    from zerobook.hardware import ELEMENTWISE_BYTES
+    from zerobook.accounting.hardware import ELEMENTWISE_BYTES
     from zerobook.perfmodel.published import (
         GOAL,
         ROWS,

@@ -3,7 +3,7 @@ micro-batches per step and when each stage syncs, in predict_step, T* and traffi
 
 import pytest
 
-from zerobook.hardware import A100_NODE, H100_NODE
+from zerobook.accounting.hardware import A100_NODE, H100_NODE
 from test_perfmodel import predict as llama_8b_step
 from zerobook.perfmodel import LLAMA3_8B, critical_tokens_per_gpu
 from zerobook.perfmodel.collectives import collective_seconds

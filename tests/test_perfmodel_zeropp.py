@@ -5,7 +5,7 @@ import pytest
 
 from test_perfmodel import predict  # Llama 3 8B on 64 GPUs in nodes of 8, ZeRO-3
 
-from zerobook.hardware import A100_NODE, H100_NODE
+from zerobook.accounting.hardware import A100_NODE, H100_NODE
 from zerobook.perfmodel import LLAMA3_8B, LLAMA3_70B
 from zerobook.perfmodel.collectives import link_bytes
 from zerobook.perfmodel.step import Layout

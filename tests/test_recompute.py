@@ -4,7 +4,8 @@ FSDP2) are asserted by the cells of chapters/activation_checkpointing.ipynb, whi
 
 import torch
 
-from zerobook import measure, memory
+from zerobook import measure
+from zerobook.accounting import activations
 from zerobook.recompute import checkpoint_blocks, recompute_attention_scores
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.zero.stage3 import in_backward
@@ -22,7 +23,7 @@ def test_a_checkpointed_block_keeps_only_its_input_2sbh():
     inputs = [e for e in kept.entries if e[0] == (2, CONFIG.seq_len, CONFIG.hidden)][
         : CONFIG.layers
     ]
-    per_layer = memory.activation_bytes_per_layer(
+    per_layer = activations.activation_bytes_per_layer(
         CONFIG.seq_len, 2, CONFIG.hidden, CONFIG.heads, recompute=True
     )
     assert [e[2] for e in inputs] == [per_layer] * CONFIG.layers

@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT
+from zerobook._moved import MOVED
 from zerobook.classroom import review_copies
 from zerobook.classroom.release import lab_names, student_version
 from zerobook.classroom.review import parsed, review, review_file, student_cells
@@ -344,3 +345,23 @@ def test_a_cell_that_is_not_python_says_it_was_not_reviewed():
     assert review(notebook("def f(:\n"), "ddp")[0].startswith(
         "rank_script line 1: not reviewed"
     )
+
+
+@pytest.mark.parametrize("name", ["zerobook.accounting.memory", "zerobook.memory"])
+def test_a_course_module_that_moved_is_flagged_under_its_new_and_old_names(name):
+    room, _, module = name.rpartition(".")
+    flags = flags_of(
+        f"from {room} import {module}\nx = {module}.model_state_bytes", "memory"
+    )
+    assert flags and all("course's own implementation" in f for f in flags), flags
+    assert "line 4" in flags[0], flags
+
+
+def test_every_course_module_has_files_to_compare_and_each_old_name_its_new_ones_why():
+    for lab, modules in COURSE.items():
+        names = flagged_in(lab)
+        for module in modules:
+            assert all(p.is_file() for p in review_copies.module_files(module)), module
+        for old, new in MOVED.items():
+            if f"zerobook.{new}" in names:
+                assert names[f"zerobook.{old}"] == names[f"zerobook.{new}"], old

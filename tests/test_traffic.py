@@ -1,8 +1,8 @@
-"""zerobook.traffic: the ring's and the parameter server's bytes, and nccl-tests' bandwidths."""
+"""zerobook.accounting.traffic: the ring's and the parameter server's bytes, and nccl-tests' bandwidths."""
 
 import pytest
 
-from zerobook import traffic
+from zerobook.accounting import traffic
 
 
 def test_ring_sends_2_n_minus_1_over_n_and_stays_under_2s():

@@ -1,11 +1,11 @@
-"""The stage and step explorers: the same numbers as zerobook.memory and zerobook.perfmodel, live (ipywidgets) and in a browser."""
+"""The stage and step explorers: the same numbers as zerobook.accounting.memory and zerobook.perfmodel, live (ipywidgets) and in a browser."""
 
 from types import SimpleNamespace
 
 import pytest
 
 from browser import driver
-from zerobook import memory
+from zerobook.accounting import memory
 from zerobook.figures import step_explorer, widgets
 
 
@@ -117,7 +117,7 @@ def every_step_choice():
     """Every combination of the step explorer's menus: (model, hardware, step_arguments' inputs)."""
     import itertools
 
-    from zerobook.hardware import PRESETS
+    from zerobook.accounting.hardware import PRESETS
     from zerobook.perfmodel import MODELS
 
     menus = [
@@ -132,7 +132,7 @@ def every_step_choice():
 
 def python_prediction(choice: dict, spans: bool = True) -> dict:
     """predict_step's numbers (and spans) for one choice, as the page's JavaScript returns them."""
-    from zerobook.hardware import PRESETS
+    from zerobook.accounting.hardware import PRESETS
     from zerobook.perfmodel import MODELS, predict_step
 
     c = dict(choice)
@@ -208,7 +208,7 @@ def test_the_pages_javascript_predicts_the_same_doubles_as_predict_step(tmp_path
     allocator's margin at the measured ends, and on a
     gloo-like preset (reduce-scatter 1.4 x an all-reduce, no overlap): the same sums in the same
     order, so equal numbers; every 10th of them compared span for span."""
-    from zerobook.hardware import PRESETS
+    from zerobook.accounting.hardware import PRESETS
 
     page, _, data = explorer_page(tmp_path)
     data["hardware"]["gloo-like"] = {
@@ -253,7 +253,7 @@ def test_the_pages_javascript_predicts_the_same_doubles_as_predict_step(tmp_path
 def test_choosing_in_chromium_redraws_the_predicted_step_and_memory(tmp_path):
     from selenium.webdriver.support.ui import Select
 
-    from zerobook.hardware import A100_NODE
+    from zerobook.accounting.hardware import A100_NODE
 
     page, root_id, _ = explorer_page(tmp_path)
     start = python_prediction(
@@ -324,7 +324,7 @@ def test_choosing_in_chromium_redraws_the_predicted_step_and_memory(tmp_path):
 
 
 def test_the_live_step_explorer_follows_its_controls():
-    from zerobook.hardware import A100_NODE
+    from zerobook.accounting.hardware import A100_NODE
     from zerobook.perfmodel import LLAMA3_70B, predict_step
 
     box = step_explorer.step_explorer_live()
@@ -365,7 +365,7 @@ def test_the_pages_collectives_are_nccl_choice_to_the_bit(tmp_path):
     algorithm and protocol NCCL's tuner offers, the same doubles."""
     from dataclasses import asdict
 
-    from zerobook.hardware import PRESETS
+    from zerobook.accounting.hardware import PRESETS
     from zerobook.perfmodel import collective_seconds, nccl_choice
 
     page, _, _ = explorer_page(tmp_path)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import zerobook as zb
-from zerobook import memory
+from zerobook.accounting import memory
 from zerobook import parity as parity_lib
 from zerobook.zero.flat import FlatParams
 

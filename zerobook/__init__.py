@@ -3,7 +3,7 @@
 The notebook side launches runs (`torchrun`) and plots; the rank side (`setup`, `report`) runs
 inside each torchrun process. Everything is loaded on first use (PEP 562), so `import zerobook as
 zb` imports neither torch nor matplotlib, a rank never loads the launcher, and every module is
-still one attribute away: `zb.zero.ShardedOptimizer`, `zb.memory.model_state_bytes`, `zb.torchrun`.
+still one attribute away: `zb.zero.ShardedOptimizer`, `zb.accounting.memory.model_state_bytes`, `zb.torchrun`.
 """
 
 import importlib

@@ -15,13 +15,17 @@ import importlib.machinery
 import importlib.util
 import sys
 
-# old name -> new name, both under zerobook. (zerobook/figures/__init__.py is the room's map.)
+# old name -> new name, both under zerobook. (Each room's __init__.py is its map.)
 MOVED = {
     "plots": "figures.charts",
     "diagrams": "figures.diagrams",
     "widgets": "figures.widgets",
     "gpu_plots": "figures.gpu",
     "capstone_plots": "figures.capstone",
+    "memory": "accounting.memory",
+    "traffic": "accounting.traffic",
+    "zero_paper": "accounting.zero_paper",
+    "hardware": "accounting.hardware",
 }
 # a split module's new name -> the siblings that took some of its names
 SPLIT = {
@@ -33,6 +37,12 @@ SPLIT = {
     ),
     "figures.diagrams": ("figures.timelines", "figures.reports"),
     "figures.widgets": ("figures.step_explorer",),
+    "accounting.memory": (
+        "accounting.recipes",
+        "accounting.activations",
+        "accounting.deepspeed_estimates",
+        "accounting.traffic",
+    ),
 }
 
 

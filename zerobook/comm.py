@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
 
-from zerobook.traffic import BUS_FACTORS
+from zerobook.accounting.traffic import BUS_FACTORS
 
 POINT_TO_POINT = {
     "send": "sent",

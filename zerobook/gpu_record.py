@@ -93,7 +93,7 @@ def allocator_rows(memory: dict, methods=None) -> list[dict]:
 def capstone_prediction(run: dict) -> float:
     """Tokens/s the performance model predicts for the capstone's GPU run `run` (its config)
     on one GPU of the H100 preset: DDP, world size 1 (zerobook.perfmodel.predict_step)."""
-    from zerobook.hardware import H100_NODE
+    from zerobook.accounting.hardware import H100_NODE
     from zerobook.models import GPTConfig
     from zerobook.perfmodel import predict_step
     from zerobook.perfmodel.models import course_gpt
@@ -110,7 +110,7 @@ def capstone_rows(section: dict) -> list[dict]:
     """Each method of a record's capstone section: tokens/s measured, and predicted (H100
     only: the preset is an H100's), MFU against the bf16 dense datasheet peak (a bound, not
     a prediction), held-out bits per byte against the baselines."""
-    from zerobook.hardware import H100_SXM
+    from zerobook.accounting.hardware import H100_SXM
 
     rows = []
     for method, run in section.items():

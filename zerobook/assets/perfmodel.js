@@ -225,7 +225,7 @@
   }
 
   function peakMemory(m, stage, group, tokens, checkpointing, prefetch, accumulated, margin) {
-    const psi = numParams(m), n = group;  // zerobook.memory.model_state_bytes, the ZeRO paper's 2 + 2 + 12
+    const psi = numParams(m), n = group;  // zerobook.accounting.memory.model_state_bytes, the ZeRO paper's 2 + 2 + 12
     const states = (stage >= 3 ? 2 / n : 2) * psi + (stage >= 2 ? 2 / n : 2) * psi + (stage >= 1 ? 12 / n : 12) * psi;
     const terms = {"model states": states, activations: m.layers * blockActivationBytes(m, tokens, checkpointing),
                    logits: tokens * m.vocab * LOGIT_BYTES};

@@ -7,6 +7,8 @@ attribute, and everything under it; `*` matches any characters. Read by zerobook
 
 from __future__ import annotations
 
+from zerobook._moved import MOVED
+
 REACH = "reaches every object of the process, the grader's record among them"
 IMPORTS = (
     "changes how modules are imported (the lab's import guard sits on sys.meta_path)"
@@ -210,7 +212,7 @@ COLLECTIVES = tuple(
 # forbids them; the review compares the student's functions with theirs)
 COURSE = {
     "setup_check": (),
-    "memory": ("zerobook.measure", "zerobook.memory"),
+    "memory": ("zerobook.measure", "zerobook.accounting.memory"),
     "ddp": ("zerobook.ddp",),
     "ring_allreduce": ("zerobook.collectives",),
     "zero": ("zerobook.zero",),
@@ -248,6 +250,12 @@ def lab_names(lab: str) -> dict[str, str]:
         if lab in graders
         else f"the course's own implementation of what the {', '.join(graders)} labs grade"
         for m, graders in labs.items()
+    }
+    # a module that moved into a room is flagged under its old name too (zerobook/_moved.py)
+    course |= {
+        f"zerobook.{old}": course[f"zerobook.{new}"]
+        for old, new in MOVED.items()
+        if f"zerobook.{new}" in course
     }
     torch = {
         p: LIBRARY_WHY[group]

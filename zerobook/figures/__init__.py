@@ -19,3 +19,7 @@ Old names still work (zerobook/_moved.py): zerobook.plots is charts, zerobook.di
 diagrams, zerobook.widgets is widgets, zerobook.gpu_plots is gpu, zerobook.capstone_plots is
 capstone.
 """
+
+from zerobook._lazy import submodules
+
+__getattr__, __dir__ = submodules(__name__, __path__)

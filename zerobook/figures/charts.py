@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from zerobook import memory
+from zerobook.accounting import memory
 
 from zerobook.figures.style import PALETTE, STAGE_COLORS, reference_lines
 
@@ -92,7 +92,7 @@ def redundancy_chart(num_params: float = 1e9, world_size: int = 16):
 
 def traffic_chart(size_bytes: float = 1e9, world_sizes=tuple(range(2, 65))):
     """Bytes moved per all-reduce of S bytes: at a parameter server, per worker, per ring rank."""
-    from zerobook import traffic
+    from zerobook.accounting import traffic
 
     server = [
         traffic.parameter_server_bytes(size_bytes, n)["server"] / memory.GB

@@ -1,7 +1,7 @@
 """Diagrams of the ideas, drawn from the real data structures so they stay true when the code changes.
 
     shard_layout_chart(flat, labels)      a FlatParams cut into padded shards: who holds what, per stage
-    stacked_bytes_chart(rows)             bytes by kind, stacked (model_states_rows: zerobook.memory)
+    stacked_bytes_chart(rows)             bytes by kind, stacked (model_states_rows: zerobook.accounting.memory)
 
 Notebook side; no torch at import (a FlatParams is passed in, already built).
 """
@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 
 from matplotlib.patches import Patch, Rectangle
 
-from zerobook import memory
+from zerobook.accounting import memory, recipes
 
 from zerobook.figures.style import PALETTE
 
@@ -42,7 +42,7 @@ OTHER_COLORS = [
 
 
 def sharded_kinds(stage: int, world_size: int) -> set[str]:
-    """The kinds of model state a stage divides by N (zerobook.memory's accounting)."""
+    """The kinds of model state a stage divides by N (zerobook.accounting.memory's accounting)."""
     whole = memory.bytes_per_param(stage=0, world_size=world_size)
     cut = memory.bytes_per_param(stage=stage, world_size=world_size)
     return {k for k in KINDS if getattr(cut, k) < getattr(whole, k)}
@@ -76,8 +76,8 @@ def padding_ranges(flat) -> list[tuple[int, int]]:
 
 def held_bytes(flat, stage: int, rank: int) -> int:
     """Bytes of model state `rank` holds at `stage`, counted from held_ranges (the ZeRO paper's
-    2 + 2 + 12 bytes per element: zerobook.memory's recipe)."""
-    recipe, ranges = memory.RECIPES["zero_paper"], held_ranges(flat, stage, rank)
+    2 + 2 + 12 bytes per element: zerobook.accounting.memory's recipe)."""
+    recipe, ranges = recipes.RECIPES["zero_paper"], held_ranges(flat, stage, rank)
     sizes = (recipe.param_bytes, recipe.grad_bytes, recipe.optimizer_bytes)
     return sum(size * sum(b - a for a, b in ranges[k]) for k, size in zip(KINDS, sizes))
 
@@ -204,7 +204,7 @@ def shard_layout_chart(flat, labels, stages=memory.STAGES):
 def model_states_rows(
     num_params: float, world_size: int
 ) -> dict[str, dict[str, float]]:
-    """Bytes per GPU by kind for each stage (zerobook.memory.stage_table): name -> kind -> bytes."""
+    """Bytes per GPU by kind for each stage (zerobook.accounting.memory.stage_table): name -> kind -> bytes."""
     return {
         row["name"]: {k: row[k] for k in KINDS}
         for row in memory.stage_table(num_params, world_size)

@@ -76,7 +76,7 @@ def ring_grid(ax, grid) -> None:
 
 def bandwidth_chart(rows: list[dict], fits: dict):
     """Measured busbw against message size, per implementation and N, with the fitted α-β model."""
-    from zerobook import traffic
+    from zerobook.accounting import traffic
 
     fig, ax = plt.subplots(figsize=(7, 4))
     colors = {"ring": PALETTE["blue"], "builtin": PALETTE["vermillion"]}

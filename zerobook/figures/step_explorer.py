@@ -94,7 +94,7 @@ def step_explorer(
     STEP_DEFAULTS (names as in STEP_CHOICES)."""
     from dataclasses import asdict
 
-    from zerobook.hardware import PRESETS
+    from zerobook.accounting.hardware import PRESETS
     from zerobook.perfmodel import MODELS
 
     menus = {**STEP_DEFAULTS, **chosen}
@@ -156,7 +156,7 @@ def step_explorer_live():
     from IPython.display import display
 
     from zerobook.figures import predictions
-    from zerobook.hardware import PRESETS
+    from zerobook.accounting.hardware import PRESETS
     from zerobook.perfmodel import MODELS, predict_step
 
     menus = {  # name -> (options, chosen at first, label), in the order shown

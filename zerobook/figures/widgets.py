@@ -2,7 +2,7 @@
 
 `stage_explorer()` is self-contained HTML and JavaScript (no CDN, no kernel): it stays interactive in
 the built book and in Jupyter. `stage_explorer_live()` is the ipywidgets version, computed by
-`zerobook.memory` in the kernel. The step explorer is zerobook.figures.step_explorer.
+`zerobook.accounting.memory` in the kernel. The step explorer is zerobook.figures.step_explorer.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import uuid
 from importlib import resources
 
-from zerobook import memory
+from zerobook.accounting import memory, recipes
 
 DEVICES_GB = (80, 32)
 
@@ -32,7 +32,7 @@ def stage_explorer(
     world_size: int = 64,
     stage: int = 0,
     devices_gb=DEVICES_GB,
-    recipe: memory.Recipe = memory.RECIPES["zero_paper"],
+    recipe: recipes.Recipe = recipes.RECIPES["zero_paper"],
 ) -> HTML:
     """Sliders for stage, N and Ψ: three stacked bands per GPU shrink as each is sharded."""
     memory.model_state_bytes(
@@ -87,7 +87,7 @@ def psi_choices(num_params: float, per_decade: int = 40) -> list[tuple[str, floa
 def stage_explorer_live(
     num_params: float = 7.5e9, world_size: int = 64, stage: int = 0
 ):
-    """The same explorer as ipywidgets: needs a running kernel (it calls zerobook.memory). The
+    """The same explorer as ipywidgets: needs a running kernel (it calls zerobook.accounting.memory). The
     sliders read as numbers (Ψ "7.50B", N "64"), and start exactly at the values given."""
     import ipywidgets as w
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zerobook import memory
+from zerobook.accounting import memory
 from zerobook.perfmodel.collectives import (
     collective_seconds,
     critical_tokens_per_gpu,

@@ -11,7 +11,7 @@ alpha and beta. One node of N ranks; communication takes the same cores as compu
 an all-reduce's time (gloo's is an all-reduce and copies: hardware.Hardware.reduce_scatter).
 """
 
-from zerobook.hardware import Hardware
+from zerobook.accounting.hardware import Hardware
 from zerobook.perfmodel import predict_step
 from zerobook.perfmodel.step import OPTIMIZER_BYTES_PER_ELEMENT
 

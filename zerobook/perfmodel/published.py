@@ -18,7 +18,7 @@ row outside the goal is kept, with why (`outside`). The rows' builders: perfmode
 
 from __future__ import annotations
 
-from zerobook.hardware import A100_NODE, H100_NODE
+from zerobook.accounting.hardware import A100_NODE, H100_NODE
 from zerobook.perfmodel.collectives import collective_seconds
 from zerobook.perfmodel.models import LLAMA3_8B, LLAMA3_70B
 from zerobook.perfmodel.rows import FOUNDRY, NDMV4, WHERE, busbw_row, mpt, tokens_row

@@ -7,7 +7,7 @@ zerobook.perfmodel.
 compute: forward and backward of the course's GPT on `--batch` sequences, without any collective
 (FLOP/s from the model's own count, forward x 3); optimizer: one AdamW step over a tensor of
 Psi / N elements (seconds per element); communication: all-reduce (SUM) of sizes from 4 KiB to
-16 MiB, fitted to the ring's t = 2(N-1) alpha + 2(N-1)/N S beta (zerobook.traffic), and the
+16 MiB, fitted to the ring's t = 2(N-1) alpha + 2(N-1)/N S beta (zerobook.accounting.traffic), and the
 reduce-scatter of the same buffers over the all-reduce (a ring's is half; gloo's is an all-reduce
 and a copy: about 1). Each timing is the median of `--repeats`.
 """
@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
-from zerobook.traffic import fit_alpha_beta
+from zerobook.accounting.traffic import fit_alpha_beta
 
 SIZES = [2**k for k in range(12, 25, 2)]  # bytes: 4 KiB .. 16 MiB
 

@@ -7,7 +7,7 @@ Each method builds the same bf16 model (seed 0), takes one full step (AdamW's mo
 then a second backward. Right after that backward every model state is alive and the activations
 are freed: that moment is read three ways, per term (params, grads, optimizer state):
 
-    calculator  zerobook.memory.model_state_bytes(Ψ, stage, N): 2Ψ + 2Ψ + 12Ψ, divided by N per stage
+    calculator  zerobook.accounting.memory.model_state_bytes(Ψ, stage, N): 2Ψ + 2Ψ + 12Ψ, divided by N per stage
     live        the bytes of the tensors each term names, each storage once (zerobook.measure)
     allocator   torch.cuda.memory_allocated() above what was allocated before the model existed
 
@@ -26,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 import zerobook as zb
 from zerobook import measure
-from zerobook.memory import model_state_bytes
+from zerobook.accounting.memory import model_state_bytes
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.precision import MixedPrecisionAdamW
 from zerobook.training import train_step

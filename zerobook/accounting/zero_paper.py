@@ -1,7 +1,7 @@
 """The ZeRO paper's printed figures (Rajbhandari et al., SC20, arXiv:1910.02054), as printed.
 
 Transcribed verbatim, as strings, so that the book can show them and assert that
-`zerobook.memory` agrees to the paper's printed precision. GB there are 10**9 bytes.
+`zerobook.accounting.memory` agrees to the paper's printed precision. GB there are 10**9 bytes.
 """
 
 from __future__ import annotations

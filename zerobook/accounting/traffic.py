@@ -6,6 +6,8 @@ busbw = algbw x factor, the factor being what a bandwidth-optimal ring sends per
 
 from __future__ import annotations
 
+from zerobook.accounting.memory import check_positive, check_stage
+
 BUS_FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
     "reduce_scatter": lambda n: (n - 1) / n,
@@ -77,3 +79,23 @@ def fit_alpha_beta(sizes, seconds, world_size: int) -> dict:
 def predicted_seconds(fit: dict, size: float) -> float:
     """The fitted model's time for one all-reduce of `size` bytes."""
     return fit["intercept"] + fit["slope"] * size
+
+
+def comm_elements_per_step(num_params: float, *, stage: int, world_size: int) -> dict:
+    """Elements each rank sends per step, by collective, with ring collectives' (N-1)/N factor.
+
+    DDP all-reduces the gradients (2Ψ); ZeRO-1/2 reduce-scatter them and all-gather the updated
+    weights (Ψ + Ψ); ZeRO-3 all-gathers weights in forward and again in backward (2Ψ) and
+    reduce-scatters gradients (Ψ): 3Ψ, 1.5x DDP's traffic (not its compute).
+    """
+    check_positive("num_params", num_params)
+    check_stage(stage, world_size)
+    share = num_params * (world_size - 1) / world_size
+    if stage == 0:
+        return {"all_reduce": 2 * share, "total": 2 * share}
+    gathers = 2 if stage == 3 else 1
+    return {
+        "reduce_scatter": share,
+        "all_gather": gathers * share,
+        "total": (1 + gathers) * share,
+    }
