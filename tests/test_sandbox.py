@@ -159,6 +159,30 @@ def test_off_means_the_command_itself():
         del os.environ[sandbox.OFF_ENV]
 
 
+def test_no_sandbox_runs_even_the_references_clean_run_unsandboxed(
+    monkeypatch, tmp_path
+):
+    """grade --no-sandbox times the reference before it grades anyone: that clean run too is
+    unsandboxed (it once asked for bwrap first, and on a machine without it every lab failed
+    with "the clean run left no result")."""
+    from zerobook.classroom import grade, sandbox
+
+    # set through monkeypatch, so that what grade() sets is undone after the test
+    monkeypatch.setenv(sandbox.OFF_ENV, "0")
+    seen = []
+
+    def lab_limits(labs, root, lab):
+        seen.append(os.environ.get(sandbox.OFF_ENV))
+        raise SystemExit("measured")
+
+    monkeypatch.setattr(grade, "submitted", lambda root: {"setup_check": ["a"]})
+    monkeypatch.setattr(grade, "to_grade", lambda *a: [("setup_check", "a", "d")])
+    monkeypatch.setattr(grade, "lab_limits", lab_limits)
+    with pytest.raises(SystemExit, match="measured"):
+        grade.grade(ROOT / "labs", tmp_path, sandboxed=False)
+    assert seen == ["1"]
+
+
 def harness_globals():
     """A harness module's globals, as runpy gives them: a main() that reports."""
     namespace = {"__name__": "__main__"}

@@ -168,8 +168,6 @@ class Grader:
         for slot in range(max(1, jobs)):  # a uid and a watchdog per concurrent job
             self.slots.put(job_env(slot, self.bounds))
         self.kernels, self.health = None, grading_health.Health(sandboxed)
-        if not sandboxed:  # the clean runs' ranks and function servers too (zerobook.classroom.sandbox.OFF_ENV)
-            os.environ[sandbox.OFF_ENV] = "1"
         if sandboxed:
             self.kernels = sandbox.kernelspec(Path(tempfile.mkdtemp(prefix="zerobook-kernelspec-")))
 
@@ -274,6 +272,8 @@ def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False
         raise SystemExit(f"submissions for {', '.join(missing)} but no source notebook "
                          f"({', '.join(f'labs/{m}/{m}.ipynb' for m in missing)}): restore it; nothing was graded")
     todo = to_grade(labs, root, wanted, everyone)
+    if not sandboxed:  # every clean run unsandboxed, the reference's first (zerobook.classroom.sandbox.OFF_ENV)
+        os.environ[sandbox.OFF_ENV] = "1"
     limits = {lab: lab_limits(labs, root, lab) for lab in sorted({job[0] for job in todo})}
     for lab, limit in limits.items():
         print(f"{lab}: the reference takes {limit['reference_s']} s here; limits: {limit['part_s']} s a launch, "
