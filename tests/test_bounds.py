@@ -131,7 +131,7 @@ def run_watched(box, job, program: str, folder) -> tuple:
             argv,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            preexec_fn=box.set_limits,  # noqa: PLW1509 - as zerobook.launch starts it
+            preexec_fn=box.set_limits,  # noqa: PLW1509 - as zerobook.launcher.launch starts it
             start_new_session=True,
         )
         try:

@@ -4,7 +4,7 @@
 import pytest
 
 from zerobook.grading import checked_on_failure
-from zerobook.launch import LaunchError, RunResult, RunTimedOut
+from zerobook.launcher.launch import LaunchError, RunResult, RunTimedOut
 
 
 def run_of(*failed) -> RunResult:

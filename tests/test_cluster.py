@@ -4,7 +4,7 @@ chapters/scaling_out.ipynb, which nbval runs."""
 
 import pytest
 
-from zerobook import cluster
+from zerobook.launcher import cluster
 
 
 def test_the_command_names_the_nodes_the_processes_and_the_rendezvous():
@@ -25,7 +25,12 @@ def test_the_command_names_the_nodes_the_processes_and_the_rendezvous():
         "--rdzv-id=job",
     ):
         assert flag in command
-    assert command[-4:] == ["zerobook.rank_entry", "zerobook.runs.hello", "--x", "1"]
+    assert command[-4:] == [
+        "zerobook.launcher.rank_entry",
+        "zerobook.runs.hello",
+        "--x",
+        "1",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -71,4 +76,6 @@ def test_a_static_node_is_given_its_node_rank():
     )
     assert "--rdzv-backend=static" in command and "--node-rank=1" in command
     # a flag of torchrun's, not of the script's
-    assert command.index("--node-rank=1") < command.index("zerobook.rank_entry")
+    assert command.index("--node-rank=1") < command.index(
+        "zerobook.launcher.rank_entry"
+    )

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from zerobook import dist as zdist
+from zerobook.launcher import dist as zdist
 
 
 def test_gloo_on_cpu_and_nccl_only_with_a_gpu_per_rank(monkeypatch):
@@ -73,7 +73,7 @@ def test_the_device_follows_the_backend_and_sharing_a_gpu_needs_one(monkeypatch)
     without CUDA it has nothing to share, so the rank stays on the CPU."""
     import torch
 
-    from zerobook.dist import DEVICE_ENV, choose_device
+    from zerobook.launcher.dist import DEVICE_ENV, choose_device
 
     monkeypatch.delenv(DEVICE_ENV, raising=False)
     assert choose_device("nccl", 3) == "cuda:3" and choose_device("gloo", 3) == "cpu"
@@ -88,7 +88,7 @@ def test_the_device_follows_the_backend_and_sharing_a_gpu_needs_one(monkeypatch)
 def test_a_run_on_shared_gpus_says_what_does_not_work_there(monkeypatch):
     """ZEROBOOK_DEVICE=cuda is an opt-in with known failures (the H200 record): said once, when
     a run starts; where there is no GPU, that it was ignored."""
-    from zerobook.dist import DEVICE_ENV, device_note
+    from zerobook.launcher.dist import DEVICE_ENV, device_note
 
     monkeypatch.delenv(DEVICE_ENV, raising=False)
     assert device_note("gloo", "cuda:0") == device_note("gloo", "cpu") == ""

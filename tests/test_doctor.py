@@ -4,7 +4,8 @@ import os
 import subprocess
 import sys
 
-from zerobook import doctor, start_method
+from zerobook import doctor
+from zerobook.launcher import start_method
 
 
 def doctor_says(tmp_path, **env) -> tuple[int, str]:

@@ -1,5 +1,5 @@
 """Lab 0 and the launching chapter, run as a macOS student runs them: every rank a fresh process
-(ZEROBOOK_START=fresh, zerobook.start_method), from a folder outside the course's clone. Each
+(ZEROBOOK_START=fresh, zerobook.launcher.start_method), from a folder outside the course's clone. Each
 cell must run without an error, and the ranks' lines must reach the notebook tagged."""
 
 import shutil
@@ -10,7 +10,7 @@ from nbclient import NotebookClient
 
 from colab_like import NOTEBOOKS  # Lab 0, the launching chapter, what they show
 from conftest import ROOT
-from zerobook import start_method
+from zerobook.launcher import start_method
 
 pytestmark = pytest.mark.launch
 

@@ -1,5 +1,5 @@
 """A graded rank (zerobook.graded_rank): it cannot start a process, its peers cannot read its
-memory, and a report another process of the run rewrote is refused (zerobook.dist.finish_mark).
+memory, and a report another process of the run rewrote is refused (zerobook.launcher.dist.finish_mark).
 Each launch gives its ranks the grading sandbox's switch (GRADED_ENV) without the sandbox, so
 this holds wherever the labs are graded; the peer's memory is checked inside the sandbox (as
 root, outside it, every process may read every other's)."""

@@ -60,7 +60,7 @@ def test_output_is_free_of_torchrun_banners_and_rename_warnings(hello):
 
 
 def test_the_profilers_own_log_lines_are_kept_out_of_the_output(capsys):
-    from zerobook.rank_output import RankOutput
+    from zerobook.launcher.rank_output import RankOutput
 
     stream = RankOutput(echo=True)
     stream.add(
@@ -74,7 +74,7 @@ def test_the_profilers_own_log_lines_are_kept_out_of_the_output(capsys):
 def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_are_shown(
     capsys,
 ):
-    from zerobook.rank_output import RankOutput
+    from zerobook.launcher.rank_output import RankOutput
 
     stream = RankOutput(echo=True)
     noise = (
@@ -94,7 +94,11 @@ def test_gloos_hostname_warning_in_the_sandbox_is_kept_out_but_other_warnings_ar
 def test_what_the_launcher_keeps_of_the_output_is_bounded_whatever_a_rank_prints():
     """A rank printing lines the launcher keeps aside (the profiler's library log) or one
     endless line cannot grow the grader's memory (red team, issue 41: 1.1 GB in 40 s)."""
-    from zerobook.rank_output import MAX_AGENT_LINES, MAX_LINE_CHARS, RankOutput
+    from zerobook.launcher.rank_output import (
+        MAX_AGENT_LINES,
+        MAX_LINE_CHARS,
+        RankOutput,
+    )
 
     stream = RankOutput(echo=False)
     for i in range(3 * MAX_AGENT_LINES):
@@ -225,7 +229,7 @@ def notebook_launching(script: Path, tmp_path: Path, least: int) -> subprocess.P
     would inherit that); it prints what Jupyter shows of a LaunchInterrupted."""
     code = (
         f"import zerobook as zb\ntry:\n    zb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)\n"
-        "except zb.launch.LaunchInterrupted as stop:\n    print('SHOWN:', stop._render_traceback_())\n    raise"
+        "except zb.launcher.launch.LaunchInterrupted as stop:\n    print('SHOWN:', stop._render_traceback_())\n    raise"
     )
     parent = subprocess.Popen(
         [sys.executable, "-c", code],
@@ -260,7 +264,7 @@ def test_interrupt_kills_the_whole_run(unique_target, tmp_path):
 
 def test_a_notebook_killed_outright_leaves_no_process_behind(unique_target, tmp_path):
     """SIGKILL runs no cleanup in the notebook's process: its zygote, the agent and the ranks
-    go anyway (zerobook.lifetime: parent-death signals; the zygote reads its socket's end)."""
+    go anyway (zerobook.launcher.lifetime: parent-death signals; the zygote reads its socket's end)."""
     script = unique_target("wait_forever.py")
     parent = notebook_launching(script, tmp_path, 3)  # torchrun and its two ranks
     family = psutil.Process(parent.pid).children(recursive=True)
@@ -310,7 +314,7 @@ def test_reports_from_one_rank_merge(monkeypatch, tmp_path):
     monkeypatch.setenv("ZEROBOOK_REPORT_DIR", str(tmp_path))
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setattr(
-        zb.dist, "_reported", [None]
+        zb.launcher.dist, "_reported", [None]
     )  # this process's, for this test only
     zb.report(a=1)
     zb.report(b=[1, 2], a=2)
@@ -331,8 +335,8 @@ def test_a_rank_killed_by_a_signal_is_named_not_the_peers_that_lost_it(unique_ta
 def test_a_rank_that_only_lost_its_peer_is_not_named_first(tmp_path):
     """The peer timed out and gloo closed the link before the peer's record was written: the rank
     that saw "Connection closed by peer" recorded first, but the cause is the other rank."""
-    from zerobook.failures import raise_if_failed
-    from zerobook.rank_output import RankOutput
+    from zerobook.launcher.failures import raise_if_failed
+    from zerobook.launcher.rank_output import RankOutput
 
     records = [
         (0, 1.0, "RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:1"),
@@ -380,7 +384,7 @@ def test_a_rank_that_ends_the_process_early_does_not_count_even_with_a_report(
 def test_a_flood_of_output_is_cut_and_says_so(unique_target, capsys):
     """A rank's echoed and kept output is bounded (bytes per rank, characters per line); its last
     lines are still there for an error message."""
-    from zerobook.rank_output import MAX_LINE_CHARS, MAX_RANK_BYTES, RankOutput
+    from zerobook.launcher.rank_output import MAX_LINE_CHARS, MAX_RANK_BYTES, RankOutput
 
     script = unique_target("flood.py")
     result = zb.torchrun(str(script), nproc=1, timeout=120)
@@ -402,8 +406,8 @@ def test_ranks_are_forked_from_the_agent_with_a_fresh_interpreters_signals():
     """torchrun's agent has imported torch and torch._dynamo; its ranks are forks of it
     (`--start-method fork --run-path`), each under a watcher, with the signal handlers a new
     interpreter has. The agent asks whether CUDA is there through NVML, which leaves a GPU
-    usable in the ranks it forks (zerobook.launch.FORK_SAFE_CUDA_CHECK). No rank leaves
-    init_process_group before every rank has checked in on the store (zerobook.dist's
+    usable in the ranks it forks (zerobook.launcher.launch.FORK_SAFE_CUDA_CHECK). No rank leaves
+    init_process_group before every rank has checked in on the store (zerobook.launcher.dist's
     INIT_BARRIER_ENV): a rank that exits at once cannot break a slower peer's connections."""
     result = zb.torchrun(ROOT / "tests/targets/rank_origin.py", nproc=2, echo=False)
     for rank in result.ranks:

@@ -1,4 +1,4 @@
-"""zb.torchrun's fresh path (zerobook.start_method), as macOS takes it, forced here on Linux with
+"""zb.torchrun's fresh path (zerobook.launcher.start_method), as macOS takes it, forced here on Linux with
 ZEROBOOK_START=fresh: each rank a new interpreter under a watcher, no zygote, no fork after
 threads, no parent-death signal, no torchrun --tee. Every promise of the launcher, kept."""
 
@@ -12,7 +12,7 @@ import pytest
 import zerobook as zb
 from conftest import ROOT, processes_running
 from test_launch import interrupted, never_arrives, notebook_launching, times_out
-from zerobook import start_method
+from zerobook.launcher import start_method
 
 pytestmark = pytest.mark.launch
 
@@ -58,7 +58,9 @@ def test_each_fresh_rank_is_a_new_interpreter_under_its_watcher():
     result = zb.torchrun(ROOT / "tests/targets/rank_origin.py", nproc=2, echo=False)
     for rank in result.ranks:
         command = " ".join(rank["cmdline"])
-        assert "zerobook.rank_entry --started-fresh" in command  # started, not forked
+        assert (
+            "zerobook.launcher.rank_entry --started-fresh" in command
+        )  # started, not forked
         assert not rank["torch_preloaded"]  # it imported torch itself
         assert rank["sigterm_default"] and rank["sigint_python"]
         assert rank["init_barrier"] == 1
@@ -121,7 +123,7 @@ def test_a_notebook_killed_outright_leaves_no_fresh_process_behind(
     unique_target, tmp_path
 ):
     """No parent-death signal on this path: the agent, each watcher and each rank see their
-    parent gone (zerobook.lifeline) and stop."""
+    parent gone (zerobook.launcher.lifeline) and stop."""
     script = unique_target("wait_forever.py")
     parent = notebook_launching(script, tmp_path, 5)  # agent, 2 watchers, 2 ranks
     family = psutil.Process(parent.pid).children(recursive=True)

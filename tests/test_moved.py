@@ -32,6 +32,47 @@ OLD_NAMES = {
     "last_digit agrees",
     "hardware": "TFLOPS GB H100_SXM H200_SXM DATASHEETS NCCL_NVLINK NCCL_NIC GENERATIONS ROOFLINE "
     "ELEMENTWISE_BYTES Hardware datasheet nccl_nvlink H100_NODE A100_NODE PRESETS",
+    "launch": (
+        "RUN_ID_ENV WINDOWS RANK_ENTRY PRELOAD_AND_RUN_TORCHRUN FRESH_AGENT "
+        "MAX_PENDING_BYTES LAUNCH_LOG_ENV PER_RUN FORK_SAFE_CUDA_CHECK RunResult "
+        "resolve_target torchrun_command RunTimedOut run_env torchrun"
+    ),
+    "zygote": (
+        "ZYGOTE_ENV ROOM ROOM_ENV MAIN START_TIMEOUT_S Unavailable Agent Zygote start "
+        "cpu_seconds"
+    ),
+    "zygote_main": ("serve AREAS blocks show_as"),
+    "agent": ("method_name preload"),
+    "rank_entry": (
+        "RENAMED_COLLECTIVES run_target verify_report user_traceback student_line "
+        "collective_of fail fresh_signals PASSED_ON STARTED_FRESH main watch run_rank"
+    ),
+    "rank_fresh": ("PIECE tagged relay main"),
+    "rank_output": (
+        "RANK_LINE MAX_LINE_CHARS MAX_RANK_BYTES LIBRARY_LOG MAX_AGENT_LINES NO_HOSTNAME "
+        "RankOutput cut"
+    ),
+    "rank_records": ("record_failure record_signal_death forget_failure"),
+    "failures": (
+        "TAIL_LINES MAX_RECORDS LOST_PEER LaunchInterrupted LaunchError run_file "
+        "read_json records issue_tokens raise_if_unfinished raise_if_failed last_lines "
+        "crash_lines MISMATCH explain signal_deaths recorded_deaths root_cause FRAME "
+        "LIBRARY DUMP_START library_frame where_stuck before_dump timeout_message"
+    ),
+    "lifetime": ("PR_SET_PDEATHSIG die_with_parent PR_SET_NAME RANK_NAME name_rank"),
+    "lifeline": ("POLL_S PIDS note_pid hold kill_self hold_agent"),
+    "run_processes": (
+        "RUN_ID_ENV RANK_ROLE SAME_START_S noted by_environment family ranks ask_where "
+        "stop"
+    ),
+    "start_method": ("START_ENV chosen described"),
+    "dist": (
+        "REPORT_DIR_ENV TIMEOUT_ENV BACKEND_ENV DEVICE_ENV INIT_BARRIER_ENV "
+        "DEFAULT_COLLECTIVE_TIMEOUT_S Rank env_int this_rank choose_backend choose_device "
+        "collective_timeout setup device_note teardown report take_token finish_mark "
+        "mark_finished write_atomically flush_streams"
+    ),
+    "cluster": ("multinode_command free_port nodes_on_this_machine slurm_script"),
 }
 
 CHECK = """

@@ -67,7 +67,7 @@ def test_every_module_of_a_room_is_one_attribute_away():
 
 def test_importing_zerobook_loads_neither_torch_nor_the_launcher_nor_matplotlib():
     code = (
-        "import sys, zerobook as zb; heavy = [m for m in ('torch', 'zerobook.launch', 'matplotlib') "
+        "import sys, zerobook as zb; heavy = [m for m in ('torch', 'zerobook.launcher.launch', 'matplotlib') "
         "if m in sys.modules]; print(heavy); zb.zero.Zero3AdamW; zb.accounting.memory.GB; zb.torchrun"
     )
     out = subprocess.run(
@@ -84,7 +84,7 @@ def test_the_notebook_sides_figures_tables_and_launcher_load_no_torch():
     """A chapter's kernel imports torch only if the chapter uses it (about 1.3 CPU seconds)."""
     code = (
         "import sys, zerobook.figures.charts, zerobook.figures.diagrams, zerobook.figures.widgets, "
-        "zerobook.figures.step_explorer, zerobook.launch, zerobook.grading; "
+        "zerobook.figures.step_explorer, zerobook.launcher.launch, zerobook.grading; "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run(
@@ -109,15 +109,15 @@ CLASSROOM = {
     for p in (PACKAGE / "classroom").rglob("*.py")
 }  # the instructor's grading
 NOTEBOOK_SIDE = {
-    "zerobook.launch",
-    "zerobook.zygote",
-    "zerobook.rank_output",
-    "zerobook.failures",
+    "zerobook.launcher.launch",
+    "zerobook.launcher.zygote",
+    "zerobook.launcher.rank_output",
+    "zerobook.launcher.failures",
     "zerobook.capstone_checks",
     "zerobook.grading",
-    "zerobook.cluster",
+    "zerobook.launcher.cluster",
     "zerobook.run_cache",
-    "zerobook.run_processes",
+    "zerobook.launcher.run_processes",
     "zerobook.doctor",
     "zerobook.__main__",
 } | CLASSROOM
@@ -126,6 +126,11 @@ FIGURES = {
     for p in (PACKAGE / "figures").rglob("*.py")
 } | {f"zerobook.{old}" for old, new in MOVED.items() if new.startswith("figures.")}
 NOTEBOOK_SIDE |= FIGURES  # every picture, under its new name and its old one
+NOTEBOOK_SIDE |= {
+    f"zerobook.{old}"
+    for old, new in MOVED.items()
+    if f"zerobook.{new}" in NOTEBOOK_SIDE
+}  # a moved module's old name too (zerobook/_moved.py)
 
 
 def module_name(path) -> str:

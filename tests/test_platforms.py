@@ -46,7 +46,7 @@ def test_on_windows_torchrun_stops_at_once_saying_use_wsl2_and_how():
     code = (
         "import sys, psutil  # psutil has its own Windows build\n"
         "sys.modules['resource'] = None  # Windows has no resource module\n"
-        "import time, zerobook as zb, zerobook.launch\n"
+        "import time, zerobook as zb, zerobook.launcher.launch\n"
         "sys.platform = 'win32'  # after the imports: psutil refuses a platform it lacks\n"
         "start = time.monotonic()\n"
         "try:\n"

@@ -69,7 +69,7 @@ def test_a_sandboxed_process_sees_and_keeps_only_its_own_folder(box, tmp_path):
     assert (
         seen["course_root"] is None and seen["secret"] is None
     )  # the instructor's variables stay out
-    # torch's own variables go in (zerobook.launch.FORK_SAFE_CUDA_CHECK)
+    # torch's own variables go in (zerobook.launcher.launch.FORK_SAFE_CUDA_CHECK)
     assert seen["cuda_check"] == "1"
     bound = [
         tmp_path.resolve(),
@@ -195,7 +195,8 @@ def harness_globals():
 
 @pytest.fixture
 def guarded(tmp_path, monkeypatch):
-    from zerobook import dist, report_guard
+    from zerobook import report_guard
+    from zerobook.launcher import dist
 
     monkeypatch.setenv(dist.REPORT_DIR_ENV, str(tmp_path))
     monkeypatch.setattr(
@@ -212,7 +213,8 @@ def guarded(tmp_path, monkeypatch):
 
 
 def test_the_guarded_harness_reports_and_its_file_checks_out(guarded):
-    from zerobook import dist, report_guard
+    from zerobook import report_guard
+    from zerobook.launcher import dist
 
     namespace, folder = guarded
     namespace["main"](total=10)
@@ -247,7 +249,8 @@ def test_a_wrapped_report_or_a_patched_harness_is_tampering(guarded, monkeypatch
 
 
 def test_a_report_file_written_by_hand_is_tampering(guarded):
-    from zerobook import dist, report_guard
+    from zerobook import report_guard
+    from zerobook.launcher import dist
     from zerobook.report_guard import TamperError
 
     _, folder = guarded
@@ -306,7 +309,7 @@ def test_an_editable_install_of_another_checkout_is_bound_in_the_sandbox(box, tm
 
 def test_a_sandbox_that_cannot_start_says_why_in_the_launch_error(box, tmp_path):
     from zerobook.classroom.sandbox import RankSandbox
-    from zerobook.launch import LaunchError, torchrun
+    from zerobook.launcher.launch import LaunchError, torchrun
 
     with pytest.raises(LaunchError) as failed:
         torchrun(

@@ -171,8 +171,13 @@ def test_a_tree_is_copied_file_by_file_and_a_link_in_it_is_refused(tmp_path):
 def test_the_launcher_refuses_a_report_or_a_record_that_is_not_a_regular_file(tmp_path):
     """Another rank replaced rank 0's report by a link to /dev/zero after rank 0 finished,
     and left a FIFO as a failure record: the launcher says so at once, reading nothing."""
-    from zerobook.failures import REPORT_BYTES, LaunchError, raise_if_failed, read_json
-    from zerobook.rank_output import RankOutput
+    from zerobook.launcher.failures import (
+        REPORT_BYTES,
+        LaunchError,
+        raise_if_failed,
+        read_json,
+    )
+    from zerobook.launcher.rank_output import RankOutput
 
     os.symlink("/dev/zero", tmp_path / "rank0.json")
     with pytest.raises(
@@ -185,8 +190,8 @@ def test_the_launcher_refuses_a_report_or_a_record_that_is_not_a_regular_file(tm
 
 
 def test_the_launcher_refuses_a_finish_mark_that_is_too_large(tmp_path):
-    from zerobook.failures import DONE_BYTES, LaunchError, raise_if_unfinished
-    from zerobook.rank_output import RankOutput
+    from zerobook.launcher.failures import DONE_BYTES, LaunchError, raise_if_unfinished
+    from zerobook.launcher.rank_output import RankOutput
 
     (tmp_path / "rank0.json").write_text("{}")
     (tmp_path / "rank0.done").write_text("0" * (DONE_BYTES + 1))

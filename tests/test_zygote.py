@@ -1,4 +1,4 @@
-"""The zygote (zerobook.zygote): each launch's agent is forked from one process per notebook
+"""The zygote (zerobook.launcher.zygote): each launch's agent is forked from one process per notebook
 that has imported torch, and looks to everything else as if it had been started as the command.
 A rank's ancestors: its watcher, its agent, the zygote, this process (the launcher). That the
 zygote leaves with a notebook killed outright: tests/test_launch.py."""
@@ -31,11 +31,14 @@ def test_launches_fork_their_agents_from_one_zygote_that_shows_each_agents_comma
         for rank in ranks:
             assert rank["ancestors"][LAUNCHER] == os.getpid()
             assert str(TARGET) in " ".join(rank["cmdline"])  # what ps and psutil show
-            assert rank["cmdline"][1:3] == ["-c", zb.launch.PRELOAD_AND_RUN_TORCHRUN]
+            assert rank["cmdline"][1:3] == [
+                "-c",
+                zb.launcher.launch.PRELOAD_AND_RUN_TORCHRUN,
+            ]
             # the run's id, by which the launcher finds the run's processes to stop them
             assert rank["shown_run_id"] == rank["run_id"] is not None
             assert rank["torch_preloaded"] and rank["dynamo_preloaded"]
-            assert rank["method_name_from"] == "zerobook.agent"
+            assert rank["method_name_from"] == "zerobook.launcher.agent"
     assert len({r["ancestors"][ZYGOTE] for ranks in runs for r in ranks}) == 1
     assert len({r["ancestors"][AGENT] for ranks in runs for r in ranks}) == 2
     assert runs[0][0]["run_id"] != runs[1][0]["run_id"]
@@ -53,7 +56,7 @@ def test_an_environment_torch_reads_on_import_gets_its_own_zygote():
 def test_a_launch_whose_command_does_not_fit_the_zygotes_room_runs_as_the_command():
     """The agent shows the launch's command line in the room the zygote keeps for it; a
     longer one is started as the command (and shows it all)."""
-    long = "x" * (zb.zygote.ROOM + 1)
+    long = "x" * (zb.launcher.zygote.ROOM + 1)
     rank = zb.torchrun(TARGET, nproc=2, args=[long], echo=False).ranks[0]
     assert rank["ancestors"][ZYGOTE] == os.getpid()
     assert rank["cmdline"][-1] == long
@@ -68,16 +71,18 @@ def test_a_zygote_that_died_is_replaced():
 
 
 def test_without_the_zygote_the_launcher_starts_each_agent_itself(monkeypatch):
-    monkeypatch.setenv(zb.zygote.ZYGOTE_ENV, "0")
+    monkeypatch.setenv(zb.launcher.zygote.ZYGOTE_ENV, "0")
     ranks = launch()
     assert ranks[0]["ancestors"][ZYGOTE] == os.getpid()
     assert ranks[0]["shown_run_id"] == ranks[0]["run_id"] is not None
     assert ranks[0]["torch_preloaded"] and ranks[0]["dynamo_preloaded"]
-    assert ranks[0]["method_name_from"] == "zerobook.agent"  # the command preloads too
+    assert (
+        ranks[0]["method_name_from"] == "zerobook.launcher.agent"
+    )  # the command preloads too
 
 
 def test_the_agents_caller_names_are_torchruns_own_without_inspecting_the_stack():
-    """zerobook.agent.method_name gives what torchrun's get_method_name gives, at each
+    """zerobook.launcher.agent.method_name gives what torchrun's get_method_name gives, at each
     depth, from a shallow stack too, reading no source file."""
     from torch.distributed.elastic.rendezvous import dynamic_rendezvous
 
@@ -91,8 +96,13 @@ def test_the_agents_caller_names_are_torchruns_own_without_inspecting_the_stack(
         return name_of(1), name_of(2), name_of(3), name_of(10_000)
 
     here = "test_the_agents_caller_names_are_torchruns_own_without_inspecting_the_stack"
-    assert outer(zb.agent.method_name) == outer(torchruns)
-    assert outer(zb.agent.method_name) == ("middle", "outer", here, "no_method_name")
+    assert outer(zb.launcher.agent.method_name) == outer(torchruns)
+    assert outer(zb.launcher.agent.method_name) == (
+        "middle",
+        "outer",
+        here,
+        "no_method_name",
+    )
 
 
 def test_a_kernel_interrupt_stops_the_run_and_not_the_zygote(unique_target):
@@ -103,7 +113,7 @@ def test_a_kernel_interrupt_stops_the_run_and_not_the_zygote(unique_target):
         "import zerobook as zb\n"
         "try:\n"
         f"    zb.torchrun({str(script)!r}, nproc=2, collective_timeout=600)\n"
-        "except zb.launch.LaunchInterrupted:\n"
+        "except zb.launcher.launch.LaunchInterrupted:\n"
         "    print('interrupted', flush=True)\n"
         f"ranks = zb.torchrun({str(TARGET)!r}, nproc=2, echo=False).ranks\n"
         f"print('zygote', ranks[0]['ancestors'][{ZYGOTE}], flush=True)\n"

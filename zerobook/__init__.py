@@ -21,12 +21,12 @@ SUBMODULES = {
     if not module.name.startswith("_")
 } | set(_moved.MOVED)
 ATTRIBUTES = {  # name -> the module it comes from
-    "Rank": "zerobook.dist",
-    "setup": "zerobook.dist",
-    "report": "zerobook.dist",
-    "torchrun": "zerobook.launch",
-    "LaunchError": "zerobook.launch",
-    "RunResult": "zerobook.launch",
+    "Rank": "zerobook.launcher.dist",
+    "setup": "zerobook.launcher.dist",
+    "report": "zerobook.launcher.dist",
+    "torchrun": "zerobook.launcher.launch",
+    "LaunchError": "zerobook.launcher.launch",
+    "RunResult": "zerobook.launcher.launch",
 }
 __all__ = sorted(ATTRIBUTES) + sorted(SUBMODULES)
 

@@ -26,6 +26,21 @@ MOVED = {
     "traffic": "accounting.traffic",
     "zero_paper": "accounting.zero_paper",
     "hardware": "accounting.hardware",
+    "launch": "launcher.launch",
+    "zygote": "launcher.zygote",
+    "zygote_main": "launcher.zygote_main",
+    "agent": "launcher.agent",
+    "rank_entry": "launcher.rank_entry",
+    "rank_fresh": "launcher.rank_fresh",
+    "rank_output": "launcher.rank_output",
+    "rank_records": "launcher.rank_records",
+    "failures": "launcher.failures",
+    "lifetime": "launcher.lifetime",
+    "lifeline": "launcher.lifeline",
+    "run_processes": "launcher.run_processes",
+    "start_method": "launcher.start_method",
+    "dist": "launcher.dist",
+    "cluster": "launcher.cluster",
 }
 # a split module's new name -> the siblings that took some of its names
 SPLIT = {

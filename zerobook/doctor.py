@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 
-from zerobook import start_method
+from zerobook.launcher import start_method
 
 MIN_PYTHON = (3, 10)  # pyproject.toml's requires-python
 TESTED_TORCH = "2.13.0"  # the Makefile's pin

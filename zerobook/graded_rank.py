@@ -1,6 +1,6 @@
 """What a graded rank may not do: start a process, or be read by the other ranks.
 
-    confine()   # zerobook.rank_entry, in each rank of a grading sandbox, before the lab runs
+    confine()   # zerobook.launcher.rank_entry, in each rank of a grading sandbox, before the lab runs
 
 A lab's harness imports the student's file into the rank's own process, so what the harness
 records can only be trusted if nothing else of the run can rewrite it once the rank has
@@ -12,7 +12,7 @@ written it. Two of the kernel's own switches make that so, for the rest of the r
   the rank verified them. Threads (gloo's, torch's) are unaffected.
 - **Not readable by its peers.** The rank is made non-dumpable: its /proc/PID/mem, fd/ and
   environ belong to root, so another rank (the same uid) cannot read its memory (the secret
-  its finish token is signed with: zerobook.dist.mark_finished) nor write through its files.
+  its finish token is signed with: zerobook.launcher.dist.mark_finished) nor write through its files.
 
 Linux on x86-64 or arm64 only (grading's sandbox is Linux only); elsewhere `confine` says why
 not in its return value and changes nothing.

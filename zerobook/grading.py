@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from zerobook import run_cache, untrusted, witness
-from zerobook.launch import LaunchError, RunResult, RunTimedOut, torchrun
+from zerobook.launcher.launch import LaunchError, RunResult, RunTimedOut, torchrun
 
 COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
 PART_TIMEOUT_ENV = "ZEROBOOK_PART_TIMEOUT"  # grading sets it from the reference's time (zerobook.classroom)

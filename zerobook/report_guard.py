@@ -1,8 +1,8 @@
 """A lab harness's reports, guarded against the student's file it imports (same process).
 
     guard(harness_globals)   # harness.load_student calls it just before importing the student
-    check(caller_frame)      # zerobook.dist.report calls it: TamperError if the report is not the harness's
-    verify_written(path)     # zerobook.rank_entry, after the harness returned: the file is what report wrote
+    check(caller_frame)      # zerobook.launcher.dist.report calls it: TamperError if the report is not the harness's
+    verify_written(path)     # zerobook.launcher.rank_entry, after the harness returned: the file is what report wrote
 
 Once guarded, a report counts only if it comes from one of the harness module's own functions as
 they were before the student's file was imported, with the harness's globals and `zb.report`
@@ -26,7 +26,7 @@ class TamperError(RuntimeError):
 
 def guard(harness_globals: dict, owners: tuple, also=None) -> None:
     """Trust the functions `harness_globals` defines now, and remember its globals' values
-    and the `report` each module of `owners` holds (zerobook and zerobook.dist); `also`: a
+    and the `report` each module of `owners` holds (zerobook and zerobook.launcher.dist); `also`: a
     check of its own that every report runs first (raising TamperError)."""
     functions = [
         v

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from zerobook import untrusted
-from zerobook.launch import LaunchError, RunResult
+from zerobook.launcher.launch import LaunchError, RunResult
 
 CACHE_ENV, WRITE_ENV = "ZEROBOOK_RUN_CACHE", "ZEROBOOK_RUN_CACHE_WRITE"
 STUDENT_FILE_BYTES = 16 * 2**20  # the most of a student's rank script the grader reads

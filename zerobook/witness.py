@@ -1,5 +1,5 @@
 """A rank's record of collectives, witnessed as it happens by a process the rank's code cannot
-reach: the rank's watcher (zerobook.rank_entry), its parent.
+reach: the rank's watcher (zerobook.launcher.rank_entry), its parent.
 
     send(["grad", "embed.weight"], 12)      # rank side (zerobook.inflight): one line, now
     data, status = collect(read_fd, child)  # the watcher: every line, until the rank ends

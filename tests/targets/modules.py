@@ -9,8 +9,8 @@ zb.report(
     loaded=sorted(
         m
         for m in (
-            "zerobook.launch",
-            "zerobook.zygote",
+            "zerobook.launcher.launch",
+            "zerobook.launcher.zygote",
             "zerobook.figures",
             "zerobook.figures.style",
             "zerobook.figures.widgets",

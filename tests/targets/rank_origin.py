@@ -32,7 +32,7 @@ zb.report(
         "cuda_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),
         # torch ended init_process_group with its barrier on the store (its own reading)
         "init_barrier": c10d._is_barrier_after_init(),
-        # the agent's (the rank is its fork): torchrun's, or zerobook.agent's mended one
+        # the agent's (the rank is its fork): torchrun's, or zerobook.launcher.agent's mended one
         "method_name_from": dynamic_rendezvous.get_method_name.__module__,
     }
 )

@@ -16,7 +16,7 @@ nbgrader_app  one nbgrader command on the course
 student_branch  the student versions as a branch of their own, for the lab pages' launch buttons
 tutor_files   AGENTS.md and the names other coding assistants read
 
-Arrows go one way: the classroom calls the launcher (zerobook.grading, zerobook.launch),
-which starts the rank side (zerobook.rank_entry, zerobook.labs); nothing there imports
+Arrows go one way: the classroom calls the launcher (zerobook.grading, zerobook.launcher.launch),
+which starts the rank side (zerobook.launcher.rank_entry, zerobook.labs); nothing there imports
 the classroom. A lab notebook needs only zerobook.grading.
 """

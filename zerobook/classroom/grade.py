@@ -35,7 +35,7 @@ from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S, StepFailed, nb
 from zerobook.classroom.release import lab_names, release_lab
 from zerobook.classroom.watchdog import Watchdog
 from zerobook import run_cache, untrusted
-from zerobook.dist import DEFAULT_COLLECTIVE_TIMEOUT_S as COLLECTIVE_S
+from zerobook.launcher.dist import DEFAULT_COLLECTIVE_TIMEOUT_S as COLLECTIVE_S
 from zerobook.grading import PART_TIMEOUT_ENV
 from zerobook.labs.harness import PARAMS_ENV
 

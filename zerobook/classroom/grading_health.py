@@ -32,7 +32,7 @@ MODULES = (
     "torch.distributed",
     "zerobook",
     "zerobook.grading",
-    "zerobook.rank_entry",
+    "zerobook.launcher.rank_entry",
     "zerobook.classroom.clean_score",
     "zerobook.labs.harness",
     "nbgrader.apps",

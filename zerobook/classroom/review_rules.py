@@ -7,6 +7,8 @@ attribute, and everything under it; `*` matches any characters. Read by zerobook
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 from zerobook._moved import MOVED
 
 REACH = "reaches every object of the process, the grader's record among them"
@@ -174,18 +176,18 @@ GRADER = (
     "zerobook.report_guard",
     "zerobook.inflight",
     "zerobook.comm",
-    "zerobook.dist",
+    "zerobook.launcher.dist",
     "zerobook.report",
     "zerobook.setup",
     "zerobook.grading",
-    "zerobook.launch",
+    "zerobook.launcher.launch",
     "zerobook.torchrun",
     "zerobook.run_cache",
-    "zerobook.rank_entry",
-    "zerobook.rank_output",
-    "zerobook.zygote*",
-    "zerobook.agent",
-    "zerobook.failures",
+    "zerobook.launcher.rank_entry",
+    "zerobook.launcher.rank_output",
+    "zerobook.launcher.zygote*",
+    "zerobook.launcher.agent",
+    "zerobook.launcher.failures",
     "zerobook.parity",
     "zerobook.bucket_events",
     "zerobook.zero_events",
@@ -251,15 +253,23 @@ def lab_names(lab: str) -> dict[str, str]:
         else f"the course's own implementation of what the {', '.join(graders)} labs grade"
         for m, graders in labs.items()
     }
-    # a module that moved into a room is flagged under its old name too (zerobook/_moved.py)
-    course |= {
-        f"zerobook.{old}": course[f"zerobook.{new}"]
-        for old, new in MOVED.items()
-        if f"zerobook.{new}" in course
-    }
+    own, course = with_old_names(own), with_old_names(course)
     torch = {
         p: LIBRARY_WHY[group]
         for group in LIBRARY.get(lab, (DDP, FSDP, SHARDING))
         for p in group
     }
     return NAMES | own | course | torch
+
+
+def with_old_names(patterns: dict[str, str]) -> dict[str, str]:
+    """`patterns` and, for each module that moved into a room (zerobook/_moved.py) and that a
+    pattern matches, its old name with the same why: `from zerobook import dist` is
+    zerobook.launcher.dist, flagged alike."""
+    old = {
+        f"zerobook.{was}": why
+        for was, now in MOVED.items()
+        for pattern, why in patterns.items()
+        if fnmatchcase(f"zerobook.{now}", pattern)
+    }
+    return old | patterns

@@ -91,7 +91,7 @@ class Steps:
     def __init__(self, rank: int, student_file: str, hint=None):
         self.rank, self.student_file, self.hint = rank, student_file, hint
         self.failed: dict | None = None
-        self.store = None  # zerobook.dist.run_store, once asked
+        self.store = None  # zerobook.launcher.dist.run_store, once asked
         self.alike = False  # every rank failed, each of its own error (agree)
 
     @property
@@ -107,7 +107,7 @@ class Steps:
         peer failed, stops too, naming the peer. Call it on every rank after each step.
         `alike`: every rank failed of its own error (none lost a peer): the ranks are
         where one another expects, and may go on to something else."""
-        from zerobook.dist import collective_timeout
+        from zerobook.launcher.dist import collective_timeout
 
         if self.store is None:
             self.store = run_store()
@@ -143,7 +143,7 @@ def run_store():
     (zerobook.labs.crash.Steps.agree). None in a process of one rank."""
     import torch.distributed as dist
 
-    from zerobook.dist import collective_timeout
+    from zerobook.launcher.dist import collective_timeout
 
     if "MASTER_PORT" not in os.environ:
         return None

@@ -85,7 +85,8 @@ def load_student(path: str, withheld=()):
             f"student file {path!r} not found: run the cell that writes it"
         )
     import zerobook
-    from zerobook import dist, report_guard
+    from zerobook import report_guard
+    from zerobook.launcher import dist
     from zerobook.labs import untouched
 
     withhold(*withheld)

@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook.dist import env_int
+from zerobook.launcher.dist import env_int
 
 
 def main() -> None:

@@ -4,14 +4,14 @@
     result.ranks[2]["total"]
 
 Runs `sys.executable -m torch.distributed.run --standalone --nproc-per-node N` with
-OMP_NUM_THREADS=1, starting the ranks one of two ways (zerobook.start_method): on Linux torchrun
-forks them from its agent (`--start-method fork --run-path zerobook/rank_entry.py`:
-zerobook.rank_entry says why), and the agent is forked from this process's zygote, which has
-imported torch once (zerobook.zygote says when); elsewhere (or with ZEROBOOK_START=fresh) each
-rank is a new interpreter under a watcher (zerobook.rank_fresh). Streams each rank's output
+OMP_NUM_THREADS=1, starting the ranks one of two ways (zerobook.launcher.start_method): on Linux torchrun
+forks them from its agent (`--start-method fork --run-path zerobook/launcher/rank_entry.py`:
+zerobook.launcher.rank_entry says why), and the agent is forked from this process's zygote, which has
+imported torch once (zerobook.launcher.zygote says when); elsewhere (or with ZEROBOOK_START=fresh) each
+rank is a new interpreter under a watcher (zerobook.launcher.rank_fresh). Streams each rank's output
 live, tagged `[rankR]`, and returns what each rank passed to `zb.report`. Any failure raises
 `LaunchError` naming the rank that failed first; no process of the run outlives the call (a
-crash, a timeout and Ctrl-C included: zerobook.run_processes).
+crash, a timeout and Ctrl-C included: zerobook.launcher.run_processes).
 """
 from __future__ import annotations
 
@@ -29,21 +29,22 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zerobook.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
-from zerobook.failures import (LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
+from zerobook.launcher.dist import BACKEND_ENV, REPORT_DIR_ENV, TIMEOUT_ENV
+from zerobook.launcher.failures import (LaunchError, LaunchInterrupted, issue_tokens, raise_if_failed,
                                raise_if_unfinished, run_file, timeout_message)
-from zerobook.lifetime import die_with_parent
-from zerobook import run_processes, start_method, witness, zygote
-from zerobook.rank_output import RankOutput
+from zerobook.launcher.lifetime import die_with_parent
+from zerobook import witness
+from zerobook.launcher import run_processes, start_method, zygote
+from zerobook.launcher.rank_output import RankOutput
 
 RUN_ID_ENV = run_processes.RUN_ID_ENV
 WINDOWS = ("zb.torchrun starts ranks on Linux and macOS, not on Windows (no fork, no process groups, "
            "gloo's Windows build is partial): use WSL2. In PowerShell: `wsl --install -d Ubuntu`, "
            "restart, open Ubuntu, clone the course there and run `make install` (README: Where it runs)")
 RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))  # torchrun --run-path's
-PRELOAD_AND_RUN_TORCHRUN = ("import runpy; from zerobook import agent; agent.preload(); runpy.run_module("
+PRELOAD_AND_RUN_TORCHRUN = ("import runpy; from zerobook.launcher import agent; agent.preload(); runpy.run_module("
                             "'torch.distributed.run', run_name='__main__', alter_sys=True)")  # = -m, preloaded
-FRESH_AGENT = ("import runpy; from zerobook import lifeline; lifeline.hold_agent(); runpy.run_module("
+FRESH_AGENT = ("import runpy; from zerobook.launcher import lifeline; lifeline.hold_agent(); runpy.run_module("
                "'torch.distributed.run', run_name='__main__', alter_sys=True)")  # = -m, held
 MAX_PENDING_BYTES = 1 << 16  # of a line not ended yet; a longer one is passed on in pieces
 LAUNCH_LOG_ENV = "ZEROBOOK_LAUNCH_LOG"  # a file: one JSON line per launch (what, ranks, seconds, CPU)
@@ -94,12 +95,12 @@ def resolve_target(target: str | os.PathLike) -> str:
 def torchrun_command(target: str, nproc: int, args, log_dir: str, max_restarts: int = 0,
                      start: str = start_method.FORK) -> list[str]:
     """torchrun's main in this interpreter (never a PATH binary): its agent forks the ranks
-    (`fork`), or starts each as `python -u -m zerobook.rank_fresh TARGET ...` (`fresh`)."""
+    (`fork`), or starts each as `python -u -m zerobook.launcher.rank_fresh TARGET ...` (`fresh`)."""
     restarts = [f"--max-restarts={max_restarts}"] if max_restarts else []
     common = ["--standalone", f"--nproc-per-node={nproc}", *restarts, f"--log-dir={log_dir}"]
     rest = [target, *[str(a) for a in args]]
     if start == start_method.FRESH:
-        return [sys.executable, "-c", FRESH_AGENT, *common, "--module", "zerobook.rank_fresh", *rest]
+        return [sys.executable, "-c", FRESH_AGENT, *common, "--module", "zerobook.launcher.rank_fresh", *rest]
     return [sys.executable, "-c", PRELOAD_AND_RUN_TORCHRUN, *common, "--tee=3",
             "--start-method=fork", "--run-path", RANK_ENTRY, *rest]
 
@@ -129,7 +130,7 @@ def torchrun(target, nproc: int = 4, args=(), timeout: float = 300, *, debug: bo
 
     timeout: seconds for the whole run. debug: TORCH_DISTRIBUTED_DEBUG=DETAIL, so mismatched
     collectives fail at once, naming the collectives. collective_timeout: seconds a collective
-    may wait for its peers (default: zerobook.dist.DEFAULT_COLLECTIVE_TIMEOUT_S). backend: force
+    may wait for its peers (default: zerobook.launcher.dist.DEFAULT_COLLECTIVE_TIMEOUT_S). backend: force
     "gloo" or "nccl". env: more environment variables for the ranks. max_restarts: let torchrun
     restart every rank this many times after a failure (elastic recovery); a run that recovers
     returns normally, one that fails on its last attempt raises as usual. sandbox: run torchrun
@@ -200,7 +201,7 @@ def _log_launch(target: str, nproc: int, args, seconds: float, cpu: float) -> No
 
 def _run(command, env, run, deadline, stream, target, limits=None) -> None:
     """Start torchrun, stream its output until it exits; always leave no process behind.
-    run: (its folder, its id, sandboxed?), to find its processes (zerobook.run_processes).
+    run: (its folder, its id, sandboxed?), to find its processes (zerobook.launcher.run_processes).
     limits: called in the child before it runs (a sandbox's per-process limits)."""
     proc = _start(command, env, limits)
     try:
@@ -234,7 +235,7 @@ def _start(command, env, limits):
 
 def _agent_preexec(parent: int, limits) -> None:
     """In torchrun's agent before it starts (between fork and exec: nothing is imported here):
-    SIGTERM when the notebook's process dies, even by SIGKILL (zerobook.lifetime; the agent then
+    SIGTERM when the notebook's process dies, even by SIGKILL (zerobook.launcher.lifetime; the agent then
     stops its ranks), and the sandbox's limits if given."""
     die_with_parent(signal.SIGTERM, parent)
     if limits is not None:

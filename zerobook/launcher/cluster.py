@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from zerobook.dist import REPORT_DIR_ENV
+from zerobook.launcher.dist import REPORT_DIR_ENV
 
 
 def multinode_command(
@@ -57,7 +57,7 @@ def multinode_command(
         f"--rdzv-id={run_id}",
         *node_flags,
         "-m",
-        "zerobook.rank_entry",
+        "zerobook.launcher.rank_entry",
         target,
         *[str(a) for a in args],
     ]

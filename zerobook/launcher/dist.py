@@ -225,7 +225,7 @@ def report(**values) -> None:
 
 
 def take_token() -> str | None:
-    """Read and delete this rank's finish token (zerobook.failures.issue_tokens left it): done
+    """Read and delete this rank's finish token (zerobook.launcher.failures.issue_tokens left it): done
     before the target runs, so that the target's code does not find it among the run's files."""
     folder = os.environ.get(REPORT_DIR_ENV)
     if not folder:

@@ -1,7 +1,7 @@
 """Notebook side: find a run's processes, ask its ranks where they are, stop them all.
 
 Every agent, watcher and rank of a run leaves `pids/<pid>` in the run's folder, holding its role
-and start time (zerobook.lifeline.note_pid): a process is one of the run's only if a process with
+and start time (zerobook.launcher.lifeline.note_pid): a process is one of the run's only if a process with
 that PID is alive *and* started when the file says (a PID reused by another process is not).
 This works wherever psutil does (Linux, macOS). A grading sandbox's processes live in a PID
 namespace of their own (their PID files name PIDs of that namespace, and the student's code
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from zerobook.lifeline import PIDS
+from zerobook.launcher.lifeline import PIDS
 
 RUN_ID_ENV = "ZEROBOOK_RUN_ID"
 RANK_ROLE = "rank"
@@ -64,13 +64,13 @@ def ranks(report_dir: str, run_id: str, sandboxed: bool) -> list[psutil.Process]
     """The run's ranks (not their watchers, not the agent)."""
     if not sandboxed:
         return noted(report_dir, RANK_ROLE)
-    from zerobook.lifetime import RANK_NAME
+    from zerobook.launcher.lifetime import RANK_NAME
 
     return [p for p in by_environment(run_id) if _name(p) == RANK_NAME.decode()]
 
 
 def ask_where(report_dir: str, run_id: str, sandboxed: bool) -> None:
-    """SIGUSR1 to every rank: faulthandler prints each thread's Python stack (zerobook.rank_entry
+    """SIGUSR1 to every rank: faulthandler prints each thread's Python stack (zerobook.launcher.rank_entry
     registered it)."""
     for process in ranks(report_dir, run_id, sandboxed):
         _signal(process, signal.SIGUSR1)
@@ -81,7 +81,7 @@ def stop(
 ) -> None:
     """SIGTERM the agent and every process of the run, SIGKILL what is left after `grace` s, and
     reap the agent. A process still starting when this runs has not noted its PID yet: its
-    parent's end stops it (zerobook.lifeline, zerobook.lifetime), so the run's processes are
+    parent's end stops it (zerobook.launcher.lifeline, zerobook.launcher.lifetime), so the run's processes are
     looked for again until none is found."""
     deadline = time.monotonic() + 4 * grace
     while True:

@@ -1,6 +1,6 @@
-"""The zygote itself (zerobook.zygote starts it, by path: nothing of the launcher is loaded):
+"""The zygote itself (zerobook.launcher.zygote starts it, by path: nothing of the launcher is loaded):
 it imports what every torchrun agent imports first, then forks an agent for each request and
-tells the launcher when each ends. Only the standard library and zerobook.lifetime are loaded
+tells the launcher when each ends. Only the standard library and zerobook.launcher.lifetime are loaded
 here, so the agents and their ranks start with what `python -c PRELOAD_AND_RUN_TORCHRUN` has.
 """
 
@@ -19,9 +19,9 @@ import tempfile
 def serve(fd: int) -> None:
     """The zygote: import what every agent imports first, then fork an agent per request."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the notebook's interrupt is its own
-    from zerobook import agent
+    from zerobook.launcher import agent
 
-    agent.preload()  # what zerobook.launch.PRELOAD_AND_RUN_TORCHRUN runs first
+    agent.preload()  # what zerobook.launcher.launch.PRELOAD_AND_RUN_TORCHRUN runs first
 
     # what is loaded now lives as long as every fork: out of the collector's sight, its pages
     # stay shared with the forks (a collection writes to every object it visits: copy-on-write)
@@ -89,7 +89,7 @@ def _agent(request: dict, out: int, added: dict) -> None:
     line, then torchrun's main, as `python -c PRELOAD_AND_RUN_TORCHRUN ...` runs it."""
     code = 1
     try:
-        from zerobook.lifetime import die_with_parent
+        from zerobook.launcher.lifetime import die_with_parent
 
         for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(number, signal.SIG_DFL)

@@ -1,7 +1,7 @@
 """How a launched run failed, in words: the rank that failed first, and why.
 
-A rank that raised leaves a timestamped record (zerobook.rank_records); one killed by a signal
-cannot, but its watcher records the signal (zerobook.rank_entry, zerobook.rank_fresh); a rank
+A rank that raised leaves a timestamped record (zerobook.launcher.rank_records); one killed by a signal
+cannot, but its watcher records the signal (zerobook.launcher.rank_entry, zerobook.launcher.rank_fresh); a rank
 that only lost its peer is a consequence, not a cause. `raise_if_failed` turns that into one
 LaunchError naming the rank, with its traceback or last lines; mismatched or stuck collectives
 are named (`explain`).
@@ -62,7 +62,7 @@ def records(report_dir: str, kind: str) -> list[dict]:
 
 
 def issue_tokens(report_dir: str, nproc: int, attempts: int, name=".token") -> dict:
-    """A secret per rank and attempt, left where only that rank's zerobook.rank_entry reads it
+    """A secret per rank and attempt, left where only that rank's zerobook.launcher.rank_entry reads it
     (and deletes it before its target runs: rank -> the tokens that prove it finished), or
     its watcher (name=".wtoken": zerobook.witness.take_token)."""
     import secrets
@@ -82,8 +82,8 @@ def raise_if_unfinished(
     """Each rank's report, as the rank wrote it: {rank: its text ("" if none)}. Raise
     LaunchError for a rank that exited 0 without its script returning (its code ended the
     process early, so what it reported is not the script's result), or whose report is not the
-    one its finish mark signs (zerobook.dist.finish_mark: another process of the run wrote it)."""
-    from zerobook.dist import finish_mark
+    one its finish mark signs (zerobook.launcher.dist.finish_mark: another process of the run wrote it)."""
+    from zerobook.launcher.dist import finish_mark
 
     reports = {}
     for rank, valid in tokens.items():
@@ -211,7 +211,7 @@ def signal_deaths(agent_lines: list[str]) -> dict[int, str]:
 
 
 def recorded_deaths(report_dir: str) -> dict[int, str]:
-    """Ranks their watcher saw ended by a signal (zerobook.rank_entry), e.g. {1: "SIGKILL"}:
+    """Ranks their watcher saw ended by a signal (zerobook.launcher.rank_entry), e.g. {1: "SIGKILL"}:
     torchrun's summary of ranks it forked names only the first failure it saw."""
     return {r["rank"]: r["signal"] for r in records(report_dir, "signal")}
 
@@ -237,8 +237,8 @@ LIBRARY = (
     "/torch/",
     "/threading.py",
     "runpy",
-    "/zerobook/rank_entry.py",
-    "/zerobook/lifeline.py",  # a fresh rank's thread that watches for its watcher's end
+    "/zerobook/launcher/rank_entry.py",
+    "/zerobook/launcher/lifeline.py",  # a fresh rank's thread that watches for its watcher's end
     "/site-packages/",
     "/multiprocessing/",  # a forked rank's stack holds torchrun's agent's frames below its own
 )

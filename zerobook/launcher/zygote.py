@@ -1,7 +1,7 @@
 """Notebook side: one process that has imported torch, from which each launch forks its agent.
 
-Every launch ran `python -c "import runpy; from zerobook import agent; ..." <torchrun's
-arguments>` (zerobook.launch): ~3 CPU-s of imports before torchrun read its arguments, paid again by every
+Every launch ran `python -c "import runpy; from zerobook.launcher import agent; ..." <torchrun's
+arguments>` (zerobook.launcher.launch): ~3 CPU-s of imports before torchrun read its arguments, paid again by every
 launch of a notebook (a lab's test cell launches a dozen times). The zygote (the name Android
 gives its preloaded app process) pays them once per notebook kernel: for each launch it forks a
 new agent, which runs torchrun's main exactly as the command would, with the launch's
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import psutil
 
-from zerobook.zygote_main import blocks as _blocks
+from zerobook.launcher.zygote_main import blocks as _blocks
 
 ZYGOTE_ENV = "ZEROBOOK_ZYGOTE"  # "0": every launch starts its own agent
 ROOM = (

@@ -1,17 +1,17 @@
-"""What torchrun starts for each rank on the fresh path (zerobook.start_method): a watcher that
+"""What torchrun starts for each rank on the fresh path (zerobook.launcher.start_method): a watcher that
 starts its rank as a new interpreter and tags every line the rank prints.
 
-    python -m torch.distributed.run ... --module zerobook.rank_fresh TARGET [ARGS...]
-      -> this watcher -> python -u -m zerobook.rank_entry --started-fresh TARGET [ARGS...]
+    python -m torch.distributed.run ... --module zerobook.launcher.rank_fresh TARGET [ARGS...]
+      -> this watcher -> python -u -m zerobook.launcher.rank_entry --started-fresh TARGET [ARGS...]
 
 The watcher does on every platform what the fork path gets from Linux and torchrun's `--tee`:
   - each line of the rank's output (stdout and stderr, as the rank writes them, C libraries and a
     crash's faulthandler stack included) goes to torchrun's output tagged `[defaultR]:`, as
-    torchrun's tee tags it (zerobook.rank_output reads both alike), in one write a line;
+    torchrun's tee tags it (zerobook.launcher.rank_output reads both alike), in one write a line;
   - the signals torchrun sends (SIGTERM, SIGINT, ...) are passed on to the rank;
   - a rank ended by a signal is recorded (`rank{R}.signal.json`) before the watcher ends by it;
   - the watcher kills its rank when the agent is gone, and the rank kills itself when its
-    watcher is gone (zerobook.lifeline): no parent-death signal is needed.
+    watcher is gone (zerobook.launcher.lifeline): no parent-death signal is needed.
 Standard library and psutil only (no torch): it starts in milliseconds.
 """
 
@@ -22,10 +22,10 @@ import signal
 import subprocess
 import sys
 
-from zerobook import lifeline
-from zerobook.dist import env_int
-from zerobook.rank_records import record_signal_death
-from zerobook.rank_entry import PASSED_ON, STARTED_FRESH
+from zerobook.launcher import lifeline
+from zerobook.launcher.dist import env_int
+from zerobook.launcher.rank_records import record_signal_death
+from zerobook.launcher.rank_entry import PASSED_ON, STARTED_FRESH
 
 
 PIECE = 1 << 16  # a line longer than this is passed on in pieces
@@ -54,10 +54,17 @@ def relay(fd: int, prefix: bytes, out: int = 1) -> None:
 
 def main(argv: list[str]) -> None:
     if not argv:
-        sys.exit("usage: python -m zerobook.rank_fresh TARGET [ARGS...]")
+        sys.exit("usage: python -m zerobook.launcher.rank_fresh TARGET [ARGS...]")
     lifeline.note_pid("watcher")
     rank = subprocess.Popen(
-        [sys.executable, "-u", "-m", "zerobook.rank_entry", STARTED_FRESH, *argv],
+        [
+            sys.executable,
+            "-u",
+            "-m",
+            "zerobook.launcher.rank_entry",
+            STARTED_FRESH,
+            *argv,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

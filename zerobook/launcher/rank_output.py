@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from zerobook.failures import TAIL_LINES
+from zerobook.launcher.failures import TAIL_LINES
 
 RANK_LINE = re.compile(
     r"^\[default(\d+)\]:(.*)$"

@@ -6,17 +6,17 @@
            a new interpreter (torchrun's `--module`): it imports torch itself (~2 CPU-s a rank),
            and nothing is forked after a thread started (unsafe on macOS: CPython bpo-33725).
 
-Both give the same promises (zerobook.launch): rank-tagged output as it happens, a LaunchError
+Both give the same promises (zerobook.launcher.launch): rank-tagged output as it happens, a LaunchError
 naming the rank that failed first with its last lines, the stacks of a stuck run, and no process
 left behind after a timeout, an interrupt or a killed notebook. They keep them differently:
 
     tagged output   fork: torchrun's `--tee` (which macOS skips for forked ranks)
-                    fresh: each rank's watcher tags its rank's lines (zerobook.rank_fresh)
-    no survivors    fork: Linux's parent-death signals (zerobook.lifetime)
-                    fresh: each agent, watcher and rank polls its parent (zerobook.lifeline)
+                    fresh: each rank's watcher tags its rank's lines (zerobook.launcher.rank_fresh)
+    no survivors    fork: Linux's parent-death signals (zerobook.launcher.lifetime)
+                    fresh: each agent, watcher and rank polls its parent (zerobook.launcher.lifeline)
 
 A run's processes are found by the PID files each one leaves in the run's folder on both paths
-(zerobook.run_processes). ZEROBOOK_START=fresh (or fork) chooses; a grading sandbox (Linux)
+(zerobook.launcher.run_processes). ZEROBOOK_START=fresh (or fork) chooses; a grading sandbox (Linux)
 always forks.
 """
 

@@ -1,5 +1,5 @@
 """Rank side: what a rank that failed leaves in the run's folder for the launcher
-(zerobook.failures reads it): its exception, or the signal that ended it (written by its watcher,
+(zerobook.launcher.failures reads it): its exception, or the signal that ended it (written by its watcher,
 since a rank killed by a signal can write nothing); an earlier attempt's records are forgotten.
 """
 
@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from zerobook.dist import REPORT_DIR_ENV, write_atomically, this_rank
+from zerobook.launcher.dist import REPORT_DIR_ENV, write_atomically, this_rank
 
 
 def record_failure(
@@ -36,7 +36,7 @@ def record_failure(
 
 def record_signal_death(signal_name: str) -> None:
     """Leave the signal that ended this rank (e.g. "SIGSEGV"): written by the rank's parent, its
-    watcher (zerobook.rank_entry, zerobook.rank_fresh), since a rank killed by a signal can write
+    watcher (zerobook.launcher.rank_entry, zerobook.launcher.rank_fresh), since a rank killed by a signal can write
     nothing."""
     folder = os.environ.get(REPORT_DIR_ENV)
     if folder:

@@ -1,16 +1,16 @@
 """What each rank runs under `zb.torchrun`: the target script or module, with its failure recorded.
 
     python -m torch.distributed.run --standalone --nproc-per-node 4 --start-method fork \
-        --run-path .../zerobook/rank_entry.py TARGET [ARGS...]
+        --run-path .../zerobook/launcher/rank_entry.py TARGET [ARGS...]
 
 torchrun's `--run-path` runs this file in each rank with `runpy.run_path`, and `--start-method
 fork` starts the ranks by forking its agent, which has imported torch and torch._dynamo already
-(zerobook.launch): a rank starts in milliseconds instead of importing them again (~2.4 CPU-s).
+(zerobook.launcher.launch): a rank starts in milliseconds instead of importing them again (~2.4 CPU-s).
 `main` gives the rank the signal handlers a fresh interpreter has (not the agent's) and forks it
 once more, from a watcher that waits for it: torchrun's summary of forked ranks names only the first failure it
 saw, so the watcher records the signal that ended its rank, if one did. The rank runs its exit
 handlers before it leaves by `os._exit` (which would skip them).
-(`python -m torch.distributed.run ... -m zerobook.rank_entry TARGET` runs it the usual way too.)
+(`python -m torch.distributed.run ... -m zerobook.launcher.rank_entry TARGET` runs it the usual way too.)
 
 In a grading sandbox's run, the rank is confined before its target runs (zerobook.graded_rank:
 it cannot start a process, and the other ranks cannot read its memory).
@@ -34,9 +34,10 @@ import sys
 import traceback
 import warnings
 
-from zerobook import graded_rank, lifeline, witness
-from zerobook.lifetime import die_with_parent, name_rank
-from zerobook.dist import (
+from zerobook import graded_rank, witness
+from zerobook.launcher import lifeline
+from zerobook.launcher.lifetime import die_with_parent, name_rank
+from zerobook.launcher.dist import (
     REPORT_DIR_ENV,
     env_int,
     flush_streams,
@@ -44,7 +45,11 @@ from zerobook.dist import (
     take_token,
     this_rank,
 )
-from zerobook.rank_records import forget_failure, record_failure, record_signal_death
+from zerobook.launcher.rank_records import (
+    forget_failure,
+    record_failure,
+    record_signal_death,
+)
 
 # torch 2.13 renamed the tensor collectives; the old names still work and warn on every rank.
 RENAMED_COLLECTIVES = r".*is deprecated\. Please use `torch\.distributed\."
@@ -62,7 +67,7 @@ def run_target(target: str, args: list[str]) -> None:
 
 def verify_report() -> None:
     """A lab's report file must be exactly what zb.report wrote (zerobook.report_guard)."""
-    from zerobook.dist import REPORT_DIR_ENV, this_rank
+    from zerobook.launcher.dist import REPORT_DIR_ENV, this_rank
     from zerobook.report_guard import verify_written
 
     if os.environ.get(REPORT_DIR_ENV):
@@ -140,15 +145,13 @@ def fresh_signals() -> None:
 
 
 PASSED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
-STARTED_FRESH = (
-    "--started-fresh"  # started by its watcher (zerobook.rank_fresh), not forked
-)
+STARTED_FRESH = "--started-fresh"  # started by its watcher (zerobook.launcher.rank_fresh), not forked
 
 
 def main(argv: list[str]) -> None:
     """Fork the rank from a watcher: the rank runs TARGET, the watcher waits for it."""
     if not argv:
-        sys.exit("usage: python -m zerobook.rank_entry TARGET [ARGS...]")
+        sys.exit("usage: python -m zerobook.launcher.rank_entry TARGET [ARGS...]")
     if argv[0] == STARTED_FRESH:  # a new interpreter: its watcher is its parent
         forget_failure()
         lifeline.hold(lifeline.kill_self)
@@ -242,7 +245,7 @@ def run_rank(argv: list[str]) -> None:
             1,
             collective_of(exc),
         )
-    atexit._run_exitfuncs()  # zerobook.dist's teardown among them: os._exit skips them
+    atexit._run_exitfuncs()  # zerobook.launcher.dist's teardown among them: os._exit skips them
     mark_finished(token)
     flush_streams()
     os._exit(0)

@@ -4,11 +4,11 @@ ends when the process that started it is gone.
     note_pid("rank")          # <run folder>/pids/<pid>: "rank <start time>"
     hold(on_lost)             # a daemon thread: on_lost() once the parent has gone
 
-Linux has a parent-death signal (zerobook.lifetime); macOS has none, so a process whose parent
+Linux has a parent-death signal (zerobook.launcher.lifetime); macOS has none, so a process whose parent
 was killed outright would run on. `hold` polls the parent instead (every POLL_S): the agent
 stops its ranks (SIGTERM to itself: torchrun then stops them), a rank's watcher kills its rank,
 a rank kills itself. The PID files let the launcher find a run's processes without reading other
-processes' environments (zerobook.run_processes); the start time written beside each PID tells a
+processes' environments (zerobook.launcher.run_processes); the start time written beside each PID tells a
 process from a later one that got the same PID. Standard library and psutil only.
 """
 
@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from zerobook.dist import REPORT_DIR_ENV
+from zerobook.launcher.dist import REPORT_DIR_ENV
 
 POLL_S = 0.25  # how often a process looks for its parent
 PIDS = "pids"  # the run folder's subfolder
@@ -60,7 +60,7 @@ def kill_self() -> None:
 
 
 def hold_agent() -> None:
-    """In torchrun's agent on the fresh path (zerobook.launch's FRESH_AGENT): note its PID, and
+    """In torchrun's agent on the fresh path (zerobook.launcher.launch's FRESH_AGENT): note its PID, and
     SIGTERM itself when the notebook is gone (torchrun then stops every rank it started)."""
     note_pid("agent")
     hold(lambda: os.kill(os.getpid(), signal.SIGTERM))
