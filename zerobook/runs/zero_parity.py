@@ -1,5 +1,6 @@
 """ZeRO parity: the same AdamW steps under DDP, our stages 1, 2 and 3, our ShardedOptimizer and
-PyTorch's ZeroRedundancyOptimizer; final weights, norms, optimizer bytes, traffic, gradient bytes.
+PyTorch's ZeroRedundancyOptimizer (the methods: zerobook.training_methods); final weights,
+norms, optimizer bytes, traffic, gradient bytes.
 
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.runs.zero_parity --dtype float32 --scenarios parity,clipped
 
@@ -19,10 +20,10 @@ and stage 3, which reduce-scatter in every backward. Reported by every rank, per
 method: the largest difference from that reference, the norm at every step, its optimizer bytes,
 the traffic of its last step and the gradient bytes held during that step.
 """
+
 import argparse
 import contextlib
 from dataclasses import asdict, dataclass, replace
-from typing import Callable
 
 import torch
 
@@ -30,62 +31,18 @@ import zerobook as zb
 from zerobook import measure
 from zerobook.comm import CommMeter
 from zerobook.ddp import average_gradients
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.models import GPT, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
-from zerobook.precision import MixedPrecisionAdamW
+from zerobook.training_methods import BUCKET_NUMEL, METHODS, Method, clip, groups_of
 from zerobook.training import flat_weights, rank_batch
-from zerobook.zero import ShardedOptimizer, Zero1AdamW, Zero2AdamW, Zero3, Zero3AdamW
+from zerobook.zero import Zero1AdamW, Zero2AdamW, Zero3
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
-LR, MAX_NORM, MICRO_BATCHES, MICRO_BATCH = 1e-3, 0.25, 2, 2
-BUCKET_NUMEL = 2**13  # small, so that this small model has several buckets
-SCENARIOS = {"parity": (True, float("inf")), "clipped": (True, MAX_NORM), "native": (False, float("inf"))}
-
-
-@dataclass(frozen=True)
-class Method:
-    """One way to train: its optimizer (from the model and its parameter groups), who averages the
-    gradients ("step": DDP's all-reduce after the micro-batches, "micro-batch": after each one,
-    "optimizer": the ZeRO optimizer reduce-scatters them itself), and its options."""
-
-    optimizer: Callable
-    averages: str = "optimizer"
-    reference: str = "ddp"  # the DDP that reduces when this method does
-    no_sync: bool = False  # stage 2's accumulation without reducing (all but the last micro-batch)
-    shard_norm: bool = False  # the mistake: clip by this rank's shard's norm
-    local: Callable = staticmethod(lambda optimizer: optimizer)  # whose state a rank holds
-
-
-def zero_redundancy(model, groups):
-    """PyTorch's ZeroRedundancyOptimizer over AdamW (it takes one group, then the others)."""
-    from torch.distributed.optim import ZeroRedundancyOptimizer  # ~1 s of imports: only when asked
-
-    optimizer = ZeroRedundancyOptimizer(groups[0]["params"], optimizer_class=torch.optim.AdamW,
-                                        lr=LR, weight_decay=0.1)
-    optimizer.add_param_group(groups[1])
-    return optimizer
-
-
-def zero3(**options) -> Callable:
-    """Our ZeRO-3, one unit per transformer block and the root."""
-    return lambda model, groups: Zero3AdamW(model, unit_types=(Block,), groups=groups, lr=LR, **options)
-
-
-METHODS = {
-    "ddp": Method(lambda model, groups: MixedPrecisionAdamW(groups, lr=LR), averages="step"),
-    "ddp_every": Method(lambda model, groups: MixedPrecisionAdamW(groups, lr=LR), averages="micro-batch",
-                        reference="ddp_every"),
-    "zero1": Method(lambda model, groups: Zero1AdamW(groups, lr=LR)),
-    "zero1_shard_norm": Method(lambda model, groups: Zero1AdamW(groups, lr=LR), shard_norm=True),
-    "zero2": Method(lambda model, groups: Zero2AdamW(groups, lr=LR, bucket_numel=BUCKET_NUMEL),
-                    reference="ddp_every"),
-    "zero2_no_sync": Method(lambda model, groups: Zero2AdamW(groups, lr=LR, bucket_numel=BUCKET_NUMEL),
-                            no_sync=True),
-    "zero3": Method(zero3(), reference="ddp_every"),
-    "zero3_reshard_root": Method(zero3(reshard_root=True), reference="ddp_every"),
-    "zero3_offload": Method(zero3(offload="cpu"), reference="ddp_every"),  # master and AdamW in host memory
-    "sharded": Method(lambda model, groups: ShardedOptimizer(groups, torch.optim.AdamW, lr=LR), averages="step"),
-    "zero_ro": Method(zero_redundancy, averages="step", local=lambda optimizer: optimizer.optim),
+MAX_NORM, MICRO_BATCHES, MICRO_BATCH = 0.25, 2, 2
+SCENARIOS = {
+    "parity": (True, float("inf")),
+    "clipped": (True, MAX_NORM),
+    "native": (False, float("inf")),
 }
 
 
@@ -106,26 +63,6 @@ class Report:
     weight_scale: float
 
 
-def groups_of(model) -> list[dict]:
-    """Weight decay for matrices only, and half the learning rate for the 1-D tensors."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    return [{"params": [p for p in params if p.dim() > 1], "weight_decay": 0.1},
-            {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0, "lr": LR / 2}]
-
-
-def clip(method: Method, model, optimizer, max_norm: float) -> float:
-    """Clip by global norm, each method its own way; return the norm before clipping. With
-    max_norm = inf the scale is exactly 1 (the norm is still computed and returned)."""
-    if method.shard_norm:  # the mistake: every rank clips by its own shard's norm
-        grad = optimizer.reduced_grad()
-        norm = grad.norm()
-        grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
-        return norm.item()
-    if method.averages == "optimizer":
-        return optimizer.clip_grad_norm_(max_norm).item()
-    return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
-
-
 @torch.no_grad()
 def average_each_micro_batch(model, sums: dict) -> None:
     """DDP without no_sync: average this micro-batch's gradients now, add them to `sums`."""
@@ -138,10 +75,17 @@ def average_each_micro_batch(model, sums: dict) -> None:
 
 def gradient_bytes_recorder(model, held: list) -> list:
     """Hooks that append the bytes of every gradient alive after each gradient arrives."""
-    params = list(model.parameters())  # once: walking the module tree at every hook costs O(P^2)
+    params = list(
+        model.parameters()
+    )  # once: walking the module tree at every hook costs O(P^2)
     grads = lambda: [p.grad for p in params if p.grad is not None]  # noqa: E731
-    return [p.register_post_accumulate_grad_hook(lambda _: held.append(measure.unique_bytes(grads())))
-            for p in params if p.requires_grad]
+    return [
+        p.register_post_accumulate_grad_hook(
+            lambda _: held.append(measure.unique_bytes(grads()))
+        )
+        for p in params
+        if p.requires_grad
+    ]
 
 
 def backward(method: Method, model, optimizer, batch) -> list:
@@ -151,7 +95,11 @@ def backward(method: Method, model, optimizer, batch) -> list:
     sums: dict = {}
     for index, micro in enumerate(batch.chunk(MICRO_BATCHES)):
         last = index == MICRO_BATCHES - 1
-        with optimizer.no_sync() if method.no_sync and not last else contextlib.nullcontext():
+        with (
+            optimizer.no_sync()
+            if method.no_sync and not last
+            else contextlib.nullcontext()
+        ):
             (next_token_loss(model, micro) / MICRO_BATCHES).backward()
         if method.averages == "micro-batch":
             average_each_micro_batch(model, sums)
@@ -159,7 +107,11 @@ def backward(method: Method, model, optimizer, batch) -> list:
         p.grad = grad
     for hook in hooks:
         hook.remove()
-    return [b for event, b in optimizer.timeline if event.startswith("grad")] if stage2 else held
+    return (
+        [b for event, b in optimizer.timeline if event.startswith("grad")]
+        if stage2
+        else held
+    )
 
 
 def one_step(method: Method, model, optimizer, batch, max_norm: float) -> dict:
@@ -176,52 +128,91 @@ def one_step(method: Method, model, optimizer, batch, max_norm: float) -> dict:
 def layout(model, optimizer) -> dict:
     """What a ZeRO optimizer's shards look like, and the bytes it keeps where."""
     if isinstance(optimizer, Zero3):
-        return dict(padded=sum(u.flat.padded for u in optimizer.units), runs=len(optimizer.runs),
-                    persistent_bytes=measure.unique_bytes(optimizer.persistent_tensors()),
-                    resident_bytes=measure.unique_bytes(optimizer.resident_tensors()),
-                    offloaded_bytes=measure.unique_bytes(optimizer.offloaded_tensors()),
-                    units={u.name: u.flat.padded for u in optimizer.units})
+        return dict(
+            padded=sum(u.flat.padded for u in optimizer.units),
+            runs=len(optimizer.runs),
+            persistent_bytes=measure.unique_bytes(optimizer.persistent_tensors()),
+            resident_bytes=measure.unique_bytes(optimizer.resident_tensors()),
+            offloaded_bytes=measure.unique_bytes(optimizer.offloaded_tensors()),
+            units={u.name: u.flat.padded for u in optimizer.units},
+        )
     out = {}
     if isinstance(optimizer, Zero1AdamW):  # stage 1, and stage 2 built on it
-        out.update(padded=optimizer.flat.padded, runs=len(optimizer.runs), shard_numel=optimizer.flat.shard_numel,
-                   param_bytes=measure.unique_bytes(model.parameters()))
+        out.update(
+            padded=optimizer.flat.padded,
+            runs=len(optimizer.runs),
+            shard_numel=optimizer.flat.shard_numel,
+            param_bytes=measure.unique_bytes(model.parameters()),
+        )
     if isinstance(optimizer, Zero2AdamW):
-        out.update(peak=optimizer.peak_bytes, bucket_numels=[b.numel for b in optimizer.flat.buckets],
-                   max_in_flight=optimizer.max_in_flight)
+        out.update(
+            peak=optimizer.peak_bytes,
+            bucket_numels=[b.numel for b in optimizer.flat.buckets],
+            max_in_flight=optimizer.max_in_flight,
+        )
     return out
 
 
-def train(name: str, config: GPTConfig, dtype, steps: int, me: zb.Rank, max_norm: float = MAX_NORM) -> dict:
+def train(
+    name: str,
+    config: GPTConfig,
+    dtype,
+    steps: int,
+    me: zb.Rank,
+    max_norm: float = MAX_NORM,
+) -> dict:
     """`steps` steps of method `name` from seed 0; its final weights, norms, bytes and traffic."""
     method = METHODS[name]
     torch.manual_seed(0)
     model = GPT(config).to(device=me.device, dtype=dtype)
-    model.blocks[0].ln1.bias.requires_grad_(False)  # frozen: no gradient, no optimizer state
+    model.blocks[0].ln1.bias.requires_grad_(
+        False
+    )  # frozen: no gradient, no optimizer state
     optimizer = method.optimizer(model, groups_of(model))
     norms = []
     for step in range(steps):
         if step:
             optimizer.zero_grad()  # not after the last step: its gradient peak is reported
-        last = one_step(method, model, optimizer, rank_batch(config, MICRO_BATCHES * MICRO_BATCH, step, me), max_norm)
+        last = one_step(
+            method,
+            model,
+            optimizer,
+            rank_batch(config, MICRO_BATCHES * MICRO_BATCH, step, me),
+            max_norm,
+        )
         norms.append(last["norm"])
     if isinstance(optimizer, Zero3):
         optimizer.gather_all()  # to compare the full weights
     local = method.local(optimizer)
-    return {"weights": flat_weights(model), "norms": norms, "traffic": last["traffic"], "held": last["held"],
-            "optimizer_bytes": measure.unique_bytes(measure.optimizer_tensors(local)), **layout(model, optimizer)}
+    return {
+        "weights": flat_weights(model),
+        "norms": norms,
+        "traffic": last["traffic"],
+        "held": last["held"],
+        "optimizer_bytes": measure.unique_bytes(measure.optimizer_tensors(local)),
+        **layout(model, optimizer),
+    }
 
 
-def run_scenario(name: str, methods: list[str], config: GPTConfig, dtype, steps: int, me: zb.Rank) -> dict:
+def run_scenario(
+    name: str, methods: list[str], config: GPTConfig, dtype, steps: int, me: zb.Rank
+) -> dict:
     """Train every method (and the DDP references they need) under scenario `name`; each run's
     `diff` is its largest difference from its reference (0.0: the same bits)."""
     ordered, max_norm = SCENARIOS[name]
-    needed = sorted({METHODS[m].reference for m in methods}) + [m for m in methods if not m.startswith("ddp")]
+    needed = sorted({METHODS[m].reference for m in methods}) + [
+        m for m in methods if not m.startswith("ddp")
+    ]
     with ordered_sums() if ordered else contextlib.nullcontext():
         runs = {m: train(m, config, dtype, steps, me, max_norm) for m in needed}
     references = {m: runs[m]["weights"] for m in ("ddp", "ddp_every") if m in runs}
     for method, run in runs.items():
-        run["reference"] = METHODS[method].reference if not method.startswith("ddp") else method
-        run["diff"] = (run.pop("weights") - references[run["reference"]]).abs().max().item()
+        run["reference"] = (
+            METHODS[method].reference if not method.startswith("ddp") else method
+        )
+        run["diff"] = (
+            (run.pop("weights") - references[run["reference"]]).abs().max().item()
+        )
     return runs
 
 
@@ -231,8 +222,13 @@ def methods_of(spec: str, dtype, clipped: bool) -> list[str]:
     if spec != "all":
         return [m for m in spec.split(",") if not m.startswith("ddp")]
     fp32_only, fp16_only = ("sharded", "zero_ro"), ("zero3_offload",)
-    return [m for m in METHODS if not m.startswith("ddp") and (clipped or not METHODS[m].shard_norm)
-            and m not in (fp16_only if dtype == torch.float32 else fp32_only)]
+    return [
+        m
+        for m in METHODS
+        if not m.startswith("ddp")
+        and (clipped or not METHODS[m].shard_norm)
+        and m not in (fp16_only if dtype == torch.float32 else fp32_only)
+    ]
 
 
 def weight_scale(config: GPTConfig) -> float:
@@ -246,20 +242,46 @@ def main() -> None:
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--layers", type=int, default=CONFIG.layers)
-    parser.add_argument("--methods", default="all", help="comma-separated; their DDP references are always run")
-    parser.add_argument("--scenarios", nargs="+", default=["parity"], metavar="NAME[:METHODS]",
-                        help=f"of {list(SCENARIOS)}, each with its own comma-separated methods if given")
+    parser.add_argument(
+        "--methods",
+        default="all",
+        help="comma-separated; their DDP references are always run",
+    )
+    parser.add_argument(
+        "--scenarios",
+        nargs="+",
+        default=["parity"],
+        metavar="NAME[:METHODS]",
+        help=f"of {list(SCENARIOS)}, each with its own comma-separated methods if given",
+    )
     cli = parser.parse_args()
     me = zb.setup()
     dtype, config = getattr(torch, cli.dtype), replace(CONFIG, layers=cli.layers)
     runs = {}
     for scenario in cli.scenarios:
         name, _, methods = scenario.partition(":")
-        methods = methods_of(methods or cli.methods, dtype, clipped=SCENARIOS[name][1] != float("inf"))
+        methods = methods_of(
+            methods or cli.methods, dtype, clipped=SCENARIOS[name][1] != float("inf")
+        )
         runs[name] = run_scenario(name, methods, config, dtype, cli.steps, me)
-    trainable = sum(p.numel() for p in GPT(config).parameters()) - config.hidden  # less the frozen bias
-    zb.report(**asdict(Report(runs, trainable, config.hidden, MAX_NORM, BUCKET_NUMEL, MICRO_BATCHES,
-                              torch.tensor([], dtype=dtype).element_size(), me.world_size, weight_scale(config))))
+    trainable = (
+        sum(p.numel() for p in GPT(config).parameters()) - config.hidden
+    )  # less the frozen bias
+    zb.report(
+        **asdict(
+            Report(
+                runs,
+                trainable,
+                config.hidden,
+                MAX_NORM,
+                BUCKET_NUMEL,
+                MICRO_BATCHES,
+                torch.tensor([], dtype=dtype).element_size(),
+                me.world_size,
+                weight_scale(config),
+            )
+        )
+    )
 
 
 if __name__ == "__main__":
