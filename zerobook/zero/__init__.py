@@ -4,7 +4,8 @@ flat.py    one flat buffer of parameters (and one of gradients), padded to N equ
 master.py  the fp32 master shard and AdamW over it, with global-norm clipping (every stage)
 stage1.py  ZeRO-1: shard the fp32 master weights and AdamW's moments
 stage2.py  ZeRO-2: also shard the gradients, reduce-scattered bucket by bucket in backward
-units.py   ZeRO-3's unit: a module's parameters as a shard, gathered only while in use
+units.py   ZeRO-3's unit: a module's parameters as a shard, gathered only while in use;
+           in_backward (a forward run inside backward is a recomputation)
 stage3.py  ZeRO-3 (FSDP): shard the parameters too, gathered and freed unit by unit (Zero3
            takes any torch.optim optimizer; Zero3AdamW is it with AdamW)
 prefetch.py  which unit to gather ahead, and the limit on units gathered (Prefetch)

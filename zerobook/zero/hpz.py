@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
-from zerobook.zero.stage3 import in_backward
-from zerobook.zero.units import Unit
+from zerobook.zero.units import Unit, in_backward
 
 
 def node_groups(node_size: int):

@@ -12,6 +12,7 @@ default: FSDP2's `reshard_after_forward=False` for the root); after it, reduce-s
 gradients and free both. Traffic per rank: 3Ψ(N-1)/N elements per step, 1.5x DDP
 (Rajbhandari et al. 2020, P_os+g+p; Zhao et al. 2023).
 """
+
 from __future__ import annotations
 
 import time
@@ -23,13 +24,7 @@ from zerobook.precision import param_groups
 from zerobook.zero.master import MasterShard
 from zerobook.zero.prefetch import Prefetch, orders, prefetch_after
 from zerobook.zero.timeline import Event, ProfilerSpans
-from zerobook.zero.units import Unit, wrap_policy
-
-
-def in_backward() -> bool:
-    """True while autograd's engine runs a backward pass (on this thread): a module's forward
-    called now is activation checkpointing recomputing it."""
-    return torch._C._current_graph_task_id() != -1
+from zerobook.zero.units import Unit, in_backward, wrap_policy
 
 
 class Zero3(MasterShard):
@@ -47,13 +42,28 @@ class Zero3(MasterShard):
     Unit subclass: the labs' hook point). Hook points a subclass may replace: `before_forward`;
     `log` records an event."""
 
-    def __init__(self, model: torch.nn.Module, unit_types: tuple = (), optimizer_class=torch.optim.AdamW, *,
-                 groups=None, group=None, replicate_group=None, prefetch: Prefetch = Prefetch(),
-                 reshard_root: bool = False, offload=None, recompute_aware: bool = True, unit_cls=Unit,
-                 reduce_limit: int = 1, **optimizer_options):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        unit_types: tuple = (),
+        optimizer_class=torch.optim.AdamW,
+        *,
+        groups=None,
+        group=None,
+        replicate_group=None,
+        prefetch: Prefetch = Prefetch(),
+        reshard_root: bool = False,
+        offload=None,
+        recompute_aware: bool = True,
+        unit_cls=Unit,
+        reduce_limit: int = 1,
+        **optimizer_options,
+    ):
         self.group, self.world_size = group, dist.get_world_size(group)
-        self.units = [unit_cls(name, params, group, log=self.log, replicate_group=replicate_group)
-                      for name, params in wrap_policy(model, unit_types)]
+        self.units = [
+            unit_cls(name, params, group, log=self.log, replicate_group=replicate_group)
+            for name, params in wrap_policy(model, unit_types)
+        ]
         self.reshard = {u.name: u.name != "root" or reshard_root for u in self.units}
         self.recompute_aware = recompute_aware
         self.offload = None if offload is None else torch.device(offload)
@@ -63,8 +73,13 @@ class Zero3(MasterShard):
         self.events: list[Event] = []  # the timeline
         self.spans = ProfilerSpans()  # for a Chrome trace
         groups = param_groups(groups or model.parameters())
-        self.build_master(torch.cat([u.shard.float() for u in self.units]), self._runs(groups), groups,
-                          optimizer_class, **optimizer_options)
+        self.build_master(
+            torch.cat([u.shard.float() for u in self.units]),
+            self._runs(groups),
+            groups,
+            optimizer_class,
+            **optimizer_options,
+        )
         if self.offload is None:
             self._share_master()
         self._install(model, unit_types)
@@ -76,7 +91,7 @@ class Zero3(MasterShard):
         offset = 0
         for unit in self.units:
             if unit.shard.dtype == self.master.dtype:
-                unit.shard = self.master[offset:offset + unit.shard.numel()]
+                unit.shard = self.master[offset : offset + unit.shard.numel()]
             offset += unit.shard.numel()
 
     def _runs(self, groups: list[dict]) -> list[tuple[int, int, int]]:
@@ -85,20 +100,35 @@ class Zero3(MasterShard):
         runs, offset = [], 0
         for unit in self.units:
             labels = [label[id(p)] for p in unit.flat.params]
-            runs += [(offset + a, offset + b, i) for a, b, i in unit.flat.shard_segments(unit.rank, labels)]
+            runs += [
+                (offset + a, offset + b, i)
+                for a, b, i in unit.flat.shard_segments(unit.rank, labels)
+            ]
             offset += unit.shard.numel()
         return runs
 
     def _install(self, model: torch.nn.Module, unit_types: tuple) -> None:
         """Forward pre/post hooks on each unit's module; a post-accumulate-grad hook per parameter."""
-        modules = {"root": model, **{n: m for n, m in model.named_modules() if n and isinstance(m, unit_types)}}
+        modules = {
+            "root": model,
+            **{
+                n: m
+                for n, m in model.named_modules()
+                if n and isinstance(m, unit_types)
+            },
+        }
         for unit in self.units:
             module = modules[unit.name]
-            module.register_forward_pre_hook(lambda m, args, unit=unit: self.before_forward(unit))
-            module.register_forward_hook(lambda m, args, out, unit=unit: self._after_forward(unit, out))
+            module.register_forward_pre_hook(
+                lambda m, args, unit=unit: self.before_forward(unit)
+            )
+            module.register_forward_hook(
+                lambda m, args, out, unit=unit: self._after_forward(unit, out)
+            )
             for param, offset in zip(unit.flat.params, unit.flat.offsets):
                 param.register_post_accumulate_grad_hook(
-                    lambda p, unit=unit, offset=offset: self._on_grad(unit, p, offset))
+                    lambda p, unit=unit, offset=offset: self._on_grad(unit, p, offset)
+                )
 
     def log(self, what: str, unit: Unit) -> None:
         """Record an event of the timeline, with the bytes of full parameters allocated right now
@@ -127,7 +157,9 @@ class Zero3(MasterShard):
         outputs = output if isinstance(output, (tuple, list)) else [output]
         tensors = [t for t in outputs if torch.is_tensor(t) and t.requires_grad]
         if tensors:
-            tensors[0].register_hook(lambda grad, unit=unit: self._before_backward(unit))
+            tensors[0].register_hook(
+                lambda grad, unit=unit: self._before_backward(unit)
+            )
 
     def _before_backward(self, unit: Unit) -> None:
         self.log("gather (backward)", unit)
@@ -144,11 +176,17 @@ class Zero3(MasterShard):
             self.log("reduce-scatter", unit)
             unit.start_reduce()
             self.reducing.append(unit)
-            if not self._finish_queued:  # the first of this backward: finish them all at its end
-                torch.autograd.Variable._execution_engine.queue_callback(self.finish_reduces)
+            if (
+                not self._finish_queued
+            ):  # the first of this backward: finish them all at its end
+                torch.autograd.Variable._execution_engine.queue_callback(
+                    self.finish_reduces
+                )
                 self._finish_queued = True
             unit.free()
-            if self.prefetch.backward == "post" and unit.name != "root":  # the root ends backward
+            if (
+                self.prefetch.backward == "post" and unit.name != "root"
+            ):  # the root ends backward
                 prefetch_after(unit, self.backward_order, self.prefetch, self.log)
             while len(self.reducing) > self.reduce_limit:
                 self._finish_oldest()
@@ -186,21 +224,26 @@ class Zero3(MasterShard):
             if unit.pending is not None:
                 unit.wait_gather()  # a gather in flight must land before its buffer is freed
             unit.free()
-            unit.shard.copy_(self.master[offset:offset + unit.shard.numel()])
+            unit.shard.copy_(self.master[offset : offset + unit.shard.numel()])
             offset += unit.shard.numel()
 
     def shard_state_dict(self) -> dict:
         """This rank's part of a checkpoint: its fp32 master shard and the optimizer's state of it
         (each rank saves its own; no collective). Load it with the same world size."""
-        return {"world_size": self.world_size, "master": self.master.detach().cpu().clone(),
-                "optimizer": self.inner.state_dict()}
+        return {
+            "world_size": self.world_size,
+            "master": self.master.detach().cpu().clone(),
+            "optimizer": self.inner.state_dict(),
+        }
 
     @torch.no_grad()
     def load_shard_state_dict(self, state: dict) -> None:
         """Restore this rank's master shard and optimizer state, then the 16-bit shards from it."""
         if state["world_size"] != self.world_size:
-            raise ValueError(f"a checkpoint of {state['world_size']} shards cannot be loaded on "
-                             f"{self.world_size} ranks (our flat shards are cut per world size; DCP reshards)")
+            raise ValueError(
+                f"a checkpoint of {state['world_size']} shards cannot be loaded on "
+                f"{self.world_size} ranks (our flat shards are cut per world size; DCP reshards)"
+            )
         self.master.copy_(state["master"])
         self.inner.load_state_dict(state["optimizer"])
         self._publish_master()
@@ -234,7 +277,23 @@ class Zero3AdamW(Zero3):
     """Mixed-precision AdamW over a model whose parameters, gradients and states are all sharded:
     the course's ZeRO-3 (`Zero3` with torch.optim.AdamW)."""
 
-    def __init__(self, model: torch.nn.Module, unit_types: tuple = (), lr: float = 1e-3, betas=(0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.01, **options):
-        super().__init__(model, unit_types, torch.optim.AdamW, lr=lr, betas=betas, eps=eps,
-                         weight_decay=weight_decay, **options)
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        unit_types: tuple = (),
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+        **options,
+    ):
+        super().__init__(
+            model,
+            unit_types,
+            torch.optim.AdamW,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            **options,
+        )

@@ -35,6 +35,12 @@ def wrap_policy(model: torch.nn.Module, unit_types: tuple) -> list[tuple[str, li
     return ([("root", rest)] if rest else []) + units
 
 
+def in_backward() -> bool:
+    """True while autograd's engine runs a backward pass (on this thread): a module's forward
+    called now is activation checkpointing recomputing it."""
+    return torch._C._current_graph_task_id() != -1
+
+
 class Unit:
     """One unit's flat parameters: this rank's shard always, the full buffer only when gathered.
 
