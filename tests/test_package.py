@@ -121,11 +121,10 @@ NOTEBOOK_SIDE = {
     "zerobook.doctor",
     "zerobook.__main__",
 } | CLASSROOM
-FIGURES = {
+NOTEBOOK_SIDE |= {  # every picture
     ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
     for p in (PACKAGE / "figures").rglob("*.py")
-} | {f"zerobook.{old}" for old, new in MOVED.items() if new.startswith("figures.")}
-NOTEBOOK_SIDE |= FIGURES  # every picture, under its new name and its old one
+}
 NOTEBOOK_SIDE |= {
     f"zerobook.{old}"
     for old, new in MOVED.items()
