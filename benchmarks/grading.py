@@ -17,7 +17,7 @@ from pathlib import Path
 
 from common import emit
 
-from zerobook.classroom import grade as classroom, sandbox
+from zerobook.classroom import clean_run, grade as classroom, sandbox
 from zerobook.classroom.release import lab_names, release
 
 LABS = Path(__file__).resolve().parent.parent / "labs"
@@ -83,7 +83,7 @@ def main() -> None:
         submit(root, cli.students)
         first, _ = timed_grade(root, cli.jobs, cli.sandboxed)
         wall, outcomes = timed_grade(root, cli.jobs, cli.sandboxed)
-        limits = {lab: classroom.lab_limits(LABS, root, lab) for lab in lab_names(LABS)}
+        limits = {lab: clean_run.lab_limits(LABS, root, lab) for lab in lab_names(LABS)}
         emit(report(first, wall, outcomes, limits, cli), cli.save)
 
 

@@ -101,7 +101,7 @@ def test_a_copy_bound_at_a_folders_path_takes_every_change_and_the_folder_none(
     box, tmp_path
 ):
     """The grader's kernel works in a copy of its notebook's folder, bound at the folder's
-    path (zerobook.classroom.sandbox.kernel): what it leaves there (its notebook replaced by a
+    path (zerobook.classroom.sandbox_kernel): what it leaves there (its notebook replaced by a
     link to nbgrader's stdout, a file of its own) is in the copy; the folder, which nbgrader
     writes and copies into the feedback after the kernel, is as it was."""
     from zerobook import untrusted
@@ -137,8 +137,7 @@ def test_the_kernel_wrapper_refuses_sockets_outside_a_folder_of_their_own(
         [
             sys.executable,
             "-m",
-            "zerobook.classroom.sandbox",
-            "kernel",
+            "zerobook.classroom.sandbox_kernel",
             "-f",
             str(connection),
         ],

@@ -267,7 +267,7 @@ def submitted_course(tmp_path, plant=None):
 
 
 def test_a_submitted_folder_of_regular_files_can_be_graded(tmp_path):
-    from zerobook.classroom.grade import submission_problem, submitted
+    from zerobook.classroom.submissions import submission_problem, submitted
 
     root = submitted_course(tmp_path)
     assert submission_problem(root, "lab", "student") is None
@@ -291,14 +291,14 @@ def test_a_submitted_folder_of_regular_files_can_be_graded(tmp_path):
 def test_a_submitted_folder_holding_anything_else_is_not_graded_naming_it(
     tmp_path, plant, says
 ):
-    """Checked with lstat before anything reads it (grade.digest, the clean run, nbgrader's
+    """Checked with lstat before anything reads it (submissions.digest, the clean run, nbgrader's
     autograde, which copies following links)."""
-    from zerobook.classroom import grade
+    from zerobook.classroom import submissions
 
     root = submitted_course(tmp_path, plant)
-    why = grade.submission_problem(root, "lab", "student")
+    why = submissions.submission_problem(root, "lab", "student")
     assert why.startswith("submit regular files only") and why.endswith(says), why
-    digest = grade.digest  # made from the reason, reading nothing of the folder
+    digest = submissions.digest  # made from the reason, reading nothing of the folder
     labs = tmp_path / "labs" / "lab"
     labs.mkdir(parents=True)
     (labs / "lab.ipynb").write_text("{}")
@@ -308,15 +308,15 @@ def test_a_submitted_folder_holding_anything_else_is_not_graded_naming_it(
 def test_a_submitted_folder_that_is_a_link_or_too_big_is_not_graded(
     tmp_path, monkeypatch
 ):
-    from zerobook.classroom import grade
+    from zerobook.classroom import submissions
 
     root = submitted_course(tmp_path)
     os.symlink(root / "submitted" / "student", root / "submitted" / "copycat")
-    assert grade.submitted(root) == {"lab": ["copycat", "student"]}
-    assert grade.submission_problem(root, "lab", "copycat").endswith(
+    assert submissions.submitted(root) == {"lab": ["copycat", "student"]}
+    assert submissions.submission_problem(root, "lab", "copycat").endswith(
         "copycat is a symbolic link"
     )
-    monkeypatch.setattr(grade, "SUBMISSION_BYTES", 10)
-    assert "holds more than 10 bytes" in grade.submission_problem(
+    monkeypatch.setattr(submissions, "SUBMISSION_BYTES", 10)
+    assert "holds more than 10 bytes" in submissions.submission_problem(
         root, "lab", "student"
     )

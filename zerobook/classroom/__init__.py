@@ -4,11 +4,15 @@
 
 release       the student versions (nbgrader), with the files that tell assistants to tutor
 grade         every submission: autograded in a sandbox, scored by a clean run, bounded
-clean_score   the clean run: the course's tests against a submission, in a process of its own
+submissions   what was submitted, what can be graded, what changed since (grading_state.json)
+clean_run     a notebook scored clean, in a fresh process; the limits the reference's run sets
+clean_score   that process: the course's tests against a submission's answers
 function_server  the functions a notebook defines, run sandboxed for the clean run
 unseen        the course's implementation of what a lab grades, hidden from its sandboxes
 review        flags for the instructor: what no solution needs, read from the cells (not run)
 sandbox       bubblewrap around a student's kernel and ranks; RankSandbox for zb.torchrun
+sandbox_contents  what a sandbox holds: the folders bound in, the variables that pass
+sandbox_kernel    the student's kernel inside one, and the kernelspec nbgrader starts it by
 limits        what one submission may use together (processes, memory, disk), and job uids
 watchdog      kills a submission that passes its bounds, recording why
 feedback      what the student and the instructor read afterwards

@@ -3,25 +3,24 @@
     python -m zerobook.classroom grade [--only LAB ...] [--jobs N] [--all] [--no-sandbox]
 
 For each submission (submitted/STUDENT/LAB/LAB.ipynb), new or changed since it was last graded
-(--all: every one): nbgrader autogrades it with the student's kernel in a sandbox
-(zerobook.classroom.sandbox: only that submission's folder, no network but loopback, nothing survives it);
-zerobook.classroom.clean_score re-runs every autograded test from the course's notebook, in a process the
-student's code never runs in; where the two disagree the clean score is written to the gradebook
-and the submission is flagged for the instructor; the feedback page is made without the hidden
-tests' source. A submission that cannot be graded (not a notebook, a dead kernel, a timeout)
-scores 0 with its reason in its feedback; one that grading failed on the course's side is not
-graded nor blamed on the student (zerobook.classroom.grader_errors); everyone else is graded.
+(--all: every one; zerobook.classroom.submissions says which): nbgrader autogrades it with the
+student's kernel in a sandbox (zerobook.classroom.sandbox: only that submission's folder, no
+network but loopback, nothing survives it); zerobook.classroom.clean_run re-runs every autograded
+test from the course's notebook, in a process the student's code never runs in (it also times the
+reference, which sets each lab's limits); where the two disagree the clean score is written to the
+gradebook and the submission is flagged for the instructor; the feedback page is made without the
+hidden tests' source. A submission that cannot be graded (not a notebook, a dead kernel, a
+timeout) scores 0 with its reason in its feedback; one that grading failed on the course's side is
+not graded nor blamed on the student (zerobook.classroom.grader_errors); everyone else is graded.
 grades.csv is written for everyone graded; the summary lists failures (exit 1 if any) and flags.
 """
+
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import queue
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,22 +28,28 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zerobook.classroom import clean_score, feedback, grader_errors, grades_csv, grading_health, review, sandbox
+from zerobook.classroom import (
+    feedback,
+    grader_errors,
+    grades_csv,
+    grading_health,
+    review,
+    sandbox,
+    sandbox_kernel,
+)
+from zerobook.classroom.clean_run import clean_run, hidden_env, lab_limits
+from zerobook.classroom.submissions import (
+    STATE,
+    load_state,
+    submission_problem,
+    submitted,
+    to_grade,
+)
 from zerobook.classroom.limits import Bounds, job_env, mechanism
 from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S, StepFailed, nbgrader
-from zerobook.classroom.release import lab_names, release_lab
+from zerobook.classroom.release import lab_names
 from zerobook.classroom.watchdog import Watchdog
-from zerobook import run_cache, untrusted
-from zerobook.launcher.dist import DEFAULT_COLLECTIVE_TIMEOUT_S as COLLECTIVE_S
-from zerobook.grading import PART_TIMEOUT_ENV
-from zerobook.labs.harness import PARAMS_ENV
-
-HIDDEN = "hidden_params.json"  # labs/LAB/: the instructor's own values for the harness (never released)
-STATE = "grading_state.json"  # lab -> student -> digest of what was graded (submission + course notebook)
-MIN_PART_S = 45  # a launch's limit is never below this: above the collective timeout (30 s), which names a hang
-SLACK = 3  # x the reference's slowest launch on this machine (+ a collective timeout: see lab_limits)
-CELL_SLACK_S = 30  # a test cell's own work beside its launches
-SUBMISSION_BYTES, SUBMISSION_FILES = 128 * 2**20, 1_000  # submitted/STUDENT/LAB at most
+from zerobook import untrusted
 
 
 @dataclass
@@ -57,111 +62,26 @@ class Outcome:
     flags: list[str] = field(default_factory=list)
     seconds: float = 0.0
     peak: dict = field(default_factory=dict)  # the most it used at once (limits)
-    awaiting: dict[str, float] = field(default_factory=dict)  # grade_id -> points, by hand
-    failed_tests: list[str] = field(default_factory=list)  # grade_ids the clean run failed
+    awaiting: dict[str, float] = field(
+        default_factory=dict
+    )  # grade_id -> points, by hand
+    failed_tests: list[str] = field(
+        default_factory=list
+    )  # grade_ids the clean run failed
     grader_error: str | None = None  # what broke on the course's side: not graded
-
-
-def submitted(root: Path) -> dict[str, list[str]]:
-    """lab -> the students who submitted it (folders submitted/STUDENT/LAB, or links there:
-    submission_problem refuses those)."""
-    out: dict[str, list[str]] = {}
-    for folder in sorted((root / "submitted").glob("*/*")):
-        if folder.is_dir() or folder.is_symlink():
-            out.setdefault(folder.name, []).append(folder.parent.name)
-    return out
-
-
-def submission_problem(root: Path, lab: str, student: str) -> str | None:
-    """Why submitted/STUDENT/LAB cannot be graded, naming the path: anything in it but folders
-    and regular files (a link, a FIFO, a device: nbgrader would follow it), or more than
-    SUBMISSION_FILES files or SUBMISSION_BYTES; None if it can (lstat only: nothing is read)."""
-    folder = root / "submitted" / student
-    why = (f"{student} is a symbolic link" if folder.is_symlink() else
-           untrusted.tree_problem(folder / lab, SUBMISSION_BYTES, SUBMISSION_FILES))
-    return why and (f"submit regular files only, at most {SUBMISSION_FILES:,} of them and "
-                    f"{SUBMISSION_BYTES // 2**20} MiB: {why}")
-
-
-def hidden_env(labs: Path, lab: str) -> dict:
-    """The environment that gives lab `lab`'s harness the instructor's hidden parameters
-    (labs/LAB/hidden_params.json, a JSON object; see zerobook.labs.harness.lab_params)."""
-    path = labs / lab / HIDDEN
-    if not path.is_file():
-        return {}
-    try:
-        params = json.loads(path.read_text())
-    except ValueError as exc:
-        raise SystemExit(f"{path}: not JSON ({exc}); nothing was graded") from None
-    if not isinstance(params, dict):
-        raise SystemExit(f"{path}: a JSON object of the harness's parameters, got {params!r}")
-    return {PARAMS_ENV: json.dumps(params)}
-
-
-def digest(labs: Path, root: Path, lab: str, student: str) -> str:
-    """What a grade depends on: the submission's files, the course's notebook of the lab and
-    its hidden parameters (a submission that cannot be graded: why, not its files)."""
-    h = hashlib.sha256((labs / lab / f"{lab}.ipynb").read_bytes())
-    h.update(json.dumps(hidden_env(labs, lab)).encode())
-    why = submission_problem(root, lab, student)
-    for path in [] if why else sorted((root / "submitted" / student / lab).rglob("*")):
-        if path.is_file():
-            h.update(str(path.relative_to(root)).encode() + untrusted.read_bytes(path, SUBMISSION_BYTES))
-    h.update((why or "").encode())
-    return h.hexdigest()
-
-
-def clean_run(labs: Path, lab: str, notebook: Path, limits: dict | None = None,
-              replays: str | None = None, job: dict | None = None) -> dict:
-    """zerobook.classroom.clean_score on `notebook`, in a private scratch folder: {grade_id: result};
-    limits: {"part_s", "cell_s"} (lab_limits); replays: a folder to record its launches in
-    (zerobook.run_cache), for the kernel to replay."""
-    env = dict(os.environ, **({PART_TIMEOUT_ENV: str(limits["part_s"]),
-                               clean_score.CELL_TIMEOUT_ENV: str(limits["cell_s"])} if limits else {}),
-               **({run_cache.CACHE_ENV: replays, run_cache.WRITE_ENV: "1"}
-                  if replays else {}), **(job or {}), **hidden_env(labs, lab))
-    budget = limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S
-    with tempfile.TemporaryDirectory(prefix="zerobook-clean-") as scratch:
-        work, result = Path(scratch) / "work", Path(scratch) / "result.json"
-        work.mkdir()
-        try:
-            subprocess.run([sys.executable, "-m", "zerobook.classroom.clean_score", str(labs), lab, str(notebook), str(work),
-                            str(result)], capture_output=True, timeout=budget, start_new_session=True, env=env)
-        except subprocess.TimeoutExpired:
-            return {"error": f"the clean run took longer than {budget} s (every launch at its limit)"}
-        return json.loads(result.read_text()) if result.exists() else {"error": "the clean run left no result"}
-
-
-def lab_limits(labs: Path, root: Path, lab: str) -> dict:
-    """How long a launch and a cell of `lab` may take here: SLACK x the reference's slowest launch
-    plus a collective timeout (a rank failing alone leaves its peers waiting that long), at least
-    MIN_PART_S; as many as the busiest cell launches, plus CELL_SLACK_S. The reference is timed by a
-    clean run of the instructor's notebook, once per version of it and of this rule (cached)."""
-    cache, source = root / "limits.json", labs / lab / f"{lab}.ipynb"
-    known = json.loads(cache.read_text()) if cache.exists() else {}
-    version = hashlib.sha256(source.read_bytes() + b"+collective timeout").hexdigest()
-    if known.get(lab, {}).get("version") == version:
-        return known[lab]
-    results = clean_run(labs, lab, source)
-    failed = {k: v["error"] for k, v in results.items() if isinstance(v, dict) and v.get("error")}
-    if "error" in results or failed:
-        raise SystemExit(f"{lab}: the reference solution fails its own tests on this machine: {results.get('error') or failed}")
-    per_launch = max(r["seconds"] / max(1, r["launches"]) for r in results.values())
-    part = max(MIN_PART_S, SLACK * per_launch + COLLECTIVE_S)
-    cell = part * max(max(1, r["launches"]) for r in results.values()) + CELL_SLACK_S
-    text = source.read_text()  # every launch in every cell: all of them may hang
-    launches = text.count("run_part(") + text.count("run_shared(")
-    known[lab] = {"version": version, "reference_s": round(sum(r["seconds"] for r in results.values()), 1),
-                  "part_s": round(part), "cell_s": round(cell), "submission_s": round(part * launches + cell)}
-    cache.write_text(json.dumps(known, indent=1))
-    return known[lab]
 
 
 class Grader:
     """Grades submissions of a course, one pipeline per submission (several at once with jobs)."""
 
-    def __init__(self, labs: Path, root: Path, sandboxed: bool = True,
-                 limits: dict | None = None, jobs: int = 1):
+    def __init__(
+        self,
+        labs: Path,
+        root: Path,
+        sandboxed: bool = True,
+        limits: dict | None = None,
+        jobs: int = 1,
+    ):
         self.labs, self.root, self.limits = labs, root, limits or {}
         self.lock = threading.Lock()  # the gradebook (SQLite): one job at a time
         self.bounds, self.slots = Bounds.from_env(), queue.SimpleQueue()
@@ -169,17 +89,27 @@ class Grader:
             self.slots.put(job_env(slot, self.bounds))
         self.kernels, self.health = None, grading_health.Health(sandboxed)
         if sandboxed:
-            self.kernels = sandbox.kernelspec(Path(tempfile.mkdtemp(prefix="zerobook-kernelspec-")))
+            self.kernels = sandbox_kernel.kernelspec(
+                Path(tempfile.mkdtemp(prefix="zerobook-kernelspec-"))
+            )
 
     def submission(self, lab: str, student: str) -> Outcome:
         """One student's lab, timed, within its bounds (zerobook.classroom.limits: a watchdog
         stops it, and that is its failure): see grade_one."""
-        start, job, before = time.monotonic(), self.slots.get(), grading_health.fingerprint()
+        start, job, before = (
+            time.monotonic(),
+            self.slots.get(),
+            grading_health.fingerprint(),
+        )
         try:
             with Watchdog(job, self.bounds) as watchdog:
-                outcome = grader_errors.guarded(self.grade_one, Outcome(student, lab), job, watchdog)
+                outcome = grader_errors.guarded(
+                    self.grade_one, Outcome(student, lab), job, watchdog
+                )
             if watchdog.reason:
-                outcome = self.failed(Outcome(student, lab), f"stopped: {watchdog.reason}")
+                outcome = self.failed(
+                    Outcome(student, lab), f"stopped: {watchdog.reason}"
+                )
         finally:
             self.slots.put(job)
         outcome.seconds, outcome.peak = time.monotonic() - start, watchdog.peak
@@ -196,10 +126,15 @@ class Grader:
         try:
             untrusted.read_json(notebook, feedback.NOTEBOOK_BYTES)
         except (OSError, ValueError) as exc:
-            return self.failed(outcome, f"{notebook.name} is not a notebook (not valid JSON: {exc})")
-        with tempfile.TemporaryDirectory(prefix="zerobook-replay-") as replays:  # zerobook.run_cache
-            clean = clean_run(self.labs, lab, notebook, self.limits.get(lab), replays,
-                              job)
+            return self.failed(
+                outcome, f"{notebook.name} is not a notebook (not valid JSON: {exc})"
+            )
+        with tempfile.TemporaryDirectory(
+            prefix="zerobook-replay-"
+        ) as replays:  # zerobook.run_cache
+            clean = clean_run(
+                self.labs, lab, notebook, self.limits.get(lab), replays, job
+            )
             if watchdog is not None and watchdog.reason:
                 return outcome
             try:
@@ -208,17 +143,28 @@ class Grader:
                 return self.failed(outcome, str(exc))
         if "error" in clean:
             return self.failed(outcome, str(clean["error"]))
-        outcome.failed_tests = [gid for gid, result in clean.items() if result.get("error")]
+        outcome.failed_tests = [
+            gid for gid, result in clean.items() if result.get("error")
+        ]
         with self.lock:  # one gradebook writer at a time
             outcome.flags += feedback.reconcile(self.root, lab, student, clean)
             outcome.awaiting = feedback.awaiting_in(self.root, lab, student)
         try:  # what goes wrong here costs this student alone
             outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
             outcome.flags += review.review_file(notebook, lab)  # read, never run
-            feedback.scrub(self.root / "autograded" / student / lab / f"{lab}.ipynb", clean)
+            feedback.scrub(
+                self.root / "autograded" / student / lab / f"{lab}.ipynb", clean
+            )
             with self.lock:
-                nbgrader(self.labs, self.root, "generate_feedback", lab, "--force",
-                         "--student", student)
+                nbgrader(
+                    self.labs,
+                    self.root,
+                    "generate_feedback",
+                    lab,
+                    "--force",
+                    "--student",
+                    student,
+                )
         except (StepFailed, OSError, ValueError) as exc:
             return self.failed(outcome, f"its feedback could not be made: {exc}")
         page = self.root / "feedback" / student / lab / f"{lab}.html"
@@ -232,10 +178,21 @@ class Grader:
         limits = self.limits.get(lab)
         cell_limit = [f"--Execute.timeout={limits['cell_s']}"] if limits else []
         with self.lock:
-            nbgrader(self.labs, self.root, "autograde", lab, "--force", "--student",
-                     student, *cell_limit, sandbox=self.kernels, replays=replays,
-                     job={**(job or {}), **hidden_env(self.labs, lab)}, part_s=limits and limits["part_s"],
-                     timeout=limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S)
+            nbgrader(
+                self.labs,
+                self.root,
+                "autograde",
+                lab,
+                "--force",
+                "--student",
+                student,
+                *cell_limit,
+                sandbox=self.kernels,
+                replays=replays,
+                job={**(job or {}), **hidden_env(self.labs, lab)},
+                part_s=limits and limits["part_s"],
+                timeout=limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S,
+            )
 
     def failed(self, outcome: Outcome, reason: str) -> Outcome:
         outcome.failure = reason
@@ -243,58 +200,69 @@ class Grader:
         return outcome
 
 
-def load_state(root: Path) -> dict:
-    path = root / STATE
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def to_grade(labs: Path, root: Path, wanted: dict, everyone: bool) -> list[tuple[str, str, str]]:
-    """(lab, student, digest) of each submission new or changed since it was last graded
-    (everyone: all of them); nbgrader's gradebook learns each lab first."""
-    state, todo = load_state(root), []
-    for lab, students in sorted(wanted.items()):
-        release_lab(labs, root, lab)
-        for student in students:
-            d = digest(labs, root, lab, student)
-            if everyone or state.get(lab, {}).get(student) != d:
-                todo.append((lab, student, d))
-    return todo
-
-
-def grade(labs: Path, root: Path, only=(), jobs: int = 1, everyone: bool = False,
-          sandboxed: bool = True) -> tuple[Path, list[Outcome]]:
+def grade(
+    labs: Path,
+    root: Path,
+    only=(),
+    jobs: int = 1,
+    everyone: bool = False,
+    sandboxed: bool = True,
+) -> tuple[Path, list[Outcome]]:
     """Grade every new or changed submission (of the labs in `only`, if given), `jobs` at once;
     write grades.csv for everyone; return it and the outcomes. A lab submitted without its source
     notebook is an error: nothing is graded."""
-    wanted = {lab: students for lab, students in submitted(root).items() if not only or lab in only}
+    wanted = {
+        lab: students
+        for lab, students in submitted(root).items()
+        if not only or lab in only
+    }
     missing = sorted(set(wanted) - set(lab_names(labs)))
     if missing:
-        raise SystemExit(f"submissions for {', '.join(missing)} but no source notebook "
-                         f"({', '.join(f'labs/{m}/{m}.ipynb' for m in missing)}): restore it; nothing was graded")
+        raise SystemExit(
+            f"submissions for {', '.join(missing)} but no source notebook "
+            f"({', '.join(f'labs/{m}/{m}.ipynb' for m in missing)}): restore it; nothing was graded"
+        )
     todo = to_grade(labs, root, wanted, everyone)
     if not sandboxed:  # every clean run unsandboxed, the reference's first (zerobook.classroom.sandbox.OFF_ENV)
         os.environ[sandbox.OFF_ENV] = "1"
-    limits = {lab: lab_limits(labs, root, lab) for lab in sorted({job[0] for job in todo})}
+    limits = {
+        lab: lab_limits(labs, root, lab) for lab in sorted({job[0] for job in todo})
+    }
     for lab, limit in limits.items():
-        print(f"{lab}: the reference takes {limit['reference_s']} s here; limits: {limit['part_s']} s a launch, "
-              f"{limit['cell_s']} s a test cell", flush=True)
+        print(
+            f"{lab}: the reference takes {limit['reference_s']} s here; limits: {limit['part_s']} s a launch, "
+            f"{limit['cell_s']} s a test cell",
+            flush=True,
+        )
     print(mechanism() if sandboxed else "no bounds: --no-sandbox", flush=True)
-    export = grades_csv.exporter()  # imported now: the environment may break while grading
+    export = (
+        grades_csv.exporter()
+    )  # imported now: the environment may break while grading
     grader = Grader(labs, root, sandboxed, limits, jobs)
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            outcomes = list(pool.map(lambda job: grader.submission(job[0], job[1]), todo))
+            outcomes = list(
+                pool.map(lambda job: grader.submission(job[0], job[1]), todo)
+            )
     finally:  # the sandboxed kernels' spec folder, made for this call
         if grader.kernels is not None:
             shutil.rmtree(grader.kernels, ignore_errors=True)
     state = load_state(root)
-    for (lab, student, d), outcome in zip(todo, outcomes):  # unchanged, a failure would fail again: --all retries
-        state.setdefault(lab, {})[student] = d if not outcome.grader_error else None  # None: graded again
+    for (lab, student, d), outcome in zip(
+        todo, outcomes
+    ):  # unchanged, a failure would fail again: --all retries
+        state.setdefault(lab, {})[student] = (
+            d if not outcome.grader_error else None
+        )  # None: graded again
     (root / STATE).write_text(json.dumps(state, indent=1))
     export(root, scores := root / "grades.csv")
     failed = [(o.student, o.lab) for o in outcomes if o.failure]
     grades_csv.zero_rows(scores, failed)
-    grades_csv.left_out(scores, [(o.student, o.lab) for o in outcomes if o.grader_error])
+    grades_csv.left_out(
+        scores, [(o.student, o.lab) for o in outcomes if o.grader_error]
+    )
     grades_csv.awaiting_column(scores, root, failed)
-    feedback.summarize(outcomes, sum(map(len, wanted.values())) - len(todo), scores, root)
+    feedback.summarize(
+        outcomes, sum(map(len, wanted.values())) - len(todo), scores, root
+    )
     return scores, outcomes

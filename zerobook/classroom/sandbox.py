@@ -2,7 +2,7 @@
 touch while the instructor grades it.
 
     command(["python", "-c", "..."], writable=[submission_dir])  # an argv to run
-    python -m zerobook.classroom.sandbox kernel -f CONNECTION_FILE          # a kernel inside
+    python -m zerobook.classroom.sandbox_kernel -f CONNECTION_FILE   # a kernel inside
 
 Inside: the system's programs and libraries, the interpreter, the venv and the zerobook
 package, all read-only (at their real paths: a venv may be a link to a shared one, an
@@ -16,7 +16,10 @@ grader's job uid (zerobook.classroom.limits), else uid UID of a user namespace. 
 space and file size per process (LIMITS), the submission's bounds (zerobook.classroom.limits: per
 process here, all its processes together by the grader's watchdog); time is the
 caller's (a cell's timeout, a launch's timeout). Linux only; `available()` says why not.
+What is bound inside and which variables pass: zerobook.classroom.sandbox_contents; the kernel
+nbgrader starts inside: zerobook.classroom.sandbox_kernel.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,21 +28,27 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-from zerobook import run_cache, untrusted
 from zerobook.graded_rank import GRADED_ENV
 from zerobook.classroom import limits, unseen
+from zerobook.classroom.sandbox_contents import (
+    folders_to,
+    package_folders,
+    passed_env,
+    read_only_roots,
+    system_binds,
+    tmpfs,
+)
 
-ETC = ["passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
-       "alternatives", "fonts"]  # what programs read from /etc: not shadow, not the machine's secrets
-PASSED_ENV = ("PATH", "LANG", "LC_", "TERM", "OMP_", "MKL_", "PYTHON", "ZEROBOOK_", "TORCH", "PYTORCH_", "NCCL_", "GLOO_",
-              "CUDA_", "NVIDIA_", "MASTER_", "TORCHELASTIC_")  # prefixes of what reaches inside; nothing else does
-HIDDEN_ENV = ("ZEROBOOK_COURSE_ROOT",)  # the course directory: never inside
-LIMITS = {resource.RLIMIT_AS: 24 * 2**30, resource.RLIMIT_FSIZE: 256 * 2**20, resource.RLIMIT_CORE: 0}
+LIMITS = {
+    resource.RLIMIT_AS: 24 * 2**30,
+    resource.RLIMIT_FSIZE: 256 * 2**20,
+    resource.RLIMIT_CORE: 0,
+}
 UID = 1000  # the student's uid inside (outside, its files belong to whoever graded)
-OFF_ENV = "ZEROBOOK_NO_SANDBOX"  # "1": command() runs argv as it is (grade --no-sandbox)
+OFF_ENV = (
+    "ZEROBOOK_NO_SANDBOX"  # "1": command() runs argv as it is (grade --no-sandbox)
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -52,64 +61,28 @@ def available() -> str | None:
     if done.returncode:
         why = f"bwrap cannot make a sandbox here: {done.stderr.strip()[-300:]}"
         if "Unknown option" in done.stderr or "not permitted in setuid" in done.stderr:
-            version = subprocess.run([bwrap, "--version"], capture_output=True,
-                                     text=True).stdout.strip() or "an unknown version"
+            version = (
+                subprocess.run(
+                    [bwrap, "--version"], capture_output=True, text=True
+                ).stdout.strip()
+                or "an unknown version"
+            )
             why += f" (zerobook needs bubblewrap >= 0.7, not setuid: {version})"
         return why
     return None
 
 
-def read_only_roots() -> list[str]:
-    """The interpreter, the venv and the zerobook package (real paths): what Python needs."""
-    found = (sys.prefix, sys.base_prefix, *package_folders())
-    roots = {os.path.realpath(p) for p in found}
-    return sorted(
-        r for r in roots if not any(r != o and r.startswith(o + os.sep) for o in roots)
-    )
-
-
-@functools.lru_cache(maxsize=1)
-def package_folders() -> list[str]:
-    """zerobook's folder as this process imported it, and as this interpreter finds it
-    from elsewhere (an editable install may point at another checkout than the one
-    grading runs in)."""
-    import zerobook
-
-    found = [str(Path(zerobook.__file__).parent)]
-    done = subprocess.run(
-        [sys.executable, "-c", "import zerobook; print(zerobook.__file__)"],
-        cwd="/", env=passed_env(os.environ), capture_output=True, text=True,
-    )
-    if done.returncode == 0 and done.stdout.strip():
-        found.append(str(Path(done.stdout.strip()).parent))
-    return found
-
-
-def system_binds() -> list[str]:
-    """/usr read-only, /bin /lib /lib64 /sbin as the system has them (links or folders), the few
-    files of /etc that programs read."""
-    args = ["--ro-bind", "/usr", "/usr"]
-    for name in ("/bin", "/lib", "/lib64", "/sbin"):
-        if os.path.islink(name):
-            args += ["--symlink", os.readlink(name), name]
-        elif os.path.isdir(name):
-            args += ["--ro-bind", name, name]
-    args += ["--perms", "0755", "--dir", "/etc"]  # else root's only: a job uid reads it
-    for name in ETC:
-        if os.path.exists(f"/etc/{name}"):
-            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    return args
-
-
-def passed_env(environ) -> dict:
-    """The variables of `environ` that reach the sandbox: those starting with PASSED_ENV's
-    prefixes, less HIDDEN_ENV (the instructor's other variables, tokens and paths stay out)."""
-    return {k: v for k, v in environ.items() if k.startswith(PASSED_ENV) and k not in HIDDEN_ENV}
-
-
-def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | None = None,
-            environ=None, readable=(), copies: dict | None = None, hidden=(),
-            stub=None) -> list[str]:
+def command(
+    argv: list[str],
+    writable=(),
+    cwd: str | None = None,
+    env: dict | None = None,
+    environ=None,
+    readable=(),
+    copies: dict | None = None,
+    hidden=(),
+    stub=None,
+) -> list[str]:
     """`argv` wrapped in bwrap: the sandbox above, with `writable` folders bound read-write at
     their own paths, and `copies` ({path: a copy of that folder}) each copy bound read-write at
     the path it copies (what is done there inside stays in the copy; the folder itself is never
@@ -129,17 +102,33 @@ def command(argv: list[str], writable=(), cwd: str | None = None, env: dict | No
     binds += [("--bind", real(folder), real(folder)) for folder in writable]
     binds += [("--bind", real(copy), real(path)) for path, copy in copies.items()]
     binds += [("--ro-bind", real(path), real(path)) for path in readable]  # files
-    args += [*folders_to(dest for *_, dest in binds), "--proc", "/proc", "--dev", "/dev"]
+    args += [
+        *folders_to(dest for *_, dest in binds),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+    ]
     args += tmpfs("/dev/shm", bounds)
     args += [a for bind in binds for a in bind]
-    args += unseen.binds(hidden, stub, package_folders()) if hidden else []  # over its binds
+    args += (
+        unseen.binds(hidden, stub, package_folders()) if hidden else []
+    )  # over its binds
     if uid is not None:
         for path in [*writable, *copies.values(), *readable]:
             os.chown(path, uid, uid)
     where = cwd or (os.path.realpath(writable[0]) if writable else "/tmp")
-    inside = {**passed_env(os.environ if environ is None else environ), "HOME": "/tmp/home",
-              "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "TMPDIR": "/tmp", **(env or {})}
-    args += ["--chdir", where, "--clearenv"] + [a for k, v in inside.items() for a in ("--setenv", k, str(v))]
+    inside = {
+        **passed_env(os.environ if environ is None else environ),
+        "HOME": "/tmp/home",
+        "MPLCONFIGDIR": "/tmp/matplotlib",
+        "IPYTHONDIR": "/tmp/ipython",
+        "TMPDIR": "/tmp",
+        **(env or {}),
+    }
+    args += ["--chdir", where, "--clearenv"] + [
+        a for k, v in inside.items() for a in ("--setenv", k, str(v))
+    ]
     return args + ["--", *as_student(uid, bounds), *inside_argv(argv)]
 
 
@@ -148,10 +137,22 @@ def namespaces(uid: int | None) -> list[str]:
     root grader gave a job uid, which as_student switches to inside instead (a user
     namespace would map the student to root outside, whom RLIMIT_NPROC never counts)."""
     if uid is None:
-        return ["--unshare-all", "--uid", str(UID), "--gid", str(UID),
-                "--cap-drop", "ALL"]
-    return ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try"]
+        return [
+            "--unshare-all",
+            "--uid",
+            str(UID),
+            "--gid",
+            str(UID),
+            "--cap-drop",
+            "ALL",
+        ]
+    return [
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]
 
 
 def as_student(uid: int | None, bounds) -> list[str]:
@@ -160,26 +161,16 @@ def as_student(uid: int | None, bounds) -> list[str]:
     set inside it counts only its processes)."""
     if uid is None:
         return ["prlimit", f"--nproc={bounds.tasks + limits.SLACK}", "--"]
-    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-
-
-def folders_to(paths) -> list[str]:
-    """The folders on the way to `paths` that only the sandbox has, made traversable by
-    anyone (bwrap makes them for root only; a job uid inside must pass through them)."""
-    paths = sorted(set(paths))
-    way = {str(p) for path in paths for p in Path(path).parents}
-    way = sorted(
-        w for w in way - {"/", "/tmp"}
-        if not any(w == p or w.startswith(p + os.sep) for p in paths)
-    )
-    return [a for w in way for a in ("--perms", "0755", "--dir", w)]
-
-
-def tmpfs(path: str, bounds) -> list[str]:
-    """A private tmpfs at `path`, writable by anyone inside, the disk bound's size."""
-    size = str(bounds.disk_mb * limits.MiB)
-    return ["--perms", "1777", "--size", size, "--tmpfs", path]
+    return [
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
 
 
 def inside_argv(argv: list[str]) -> list[str]:
@@ -203,8 +194,10 @@ def set_limits() -> None:
     submission's bounds that are per process (zerobook.classroom.limits): CPU time, open files,
     and (for a job uid, which as_student switches to inside) its tasks."""
     bounds = limits.Bounds.from_env()
-    more = {resource.RLIMIT_CPU: bounds.cpu_s,
-            resource.RLIMIT_NOFILE: bounds.files + limits.SLACK}
+    more = {
+        resource.RLIMIT_CPU: bounds.cpu_s,
+        resource.RLIMIT_NOFILE: bounds.files + limits.SLACK,
+    }
     if limits.job_uid() is not None:
         more[resource.RLIMIT_NPROC] = bounds.tasks + limits.SLACK
     for limit, value in {**LIMITS, **more}.items():
@@ -223,56 +216,18 @@ class RankSandbox:
 
     def wrap(self, argv: list[str], report_dir: str, environ: dict) -> list[str]:
         writable = [report_dir, *self.writable]
-        environ[GRADED_ENV] = "1"  # each rank confined (zerobook.graded_rank), --no-sandbox too
-        return command(argv, writable=writable, cwd=os.getcwd(), environ=environ,
-                       hidden=self.hidden, stub=self.stub)
+        environ[GRADED_ENV] = (
+            "1"  # each rank confined (zerobook.graded_rank), --no-sandbox too
+        )
+        return command(
+            argv,
+            writable=writable,
+            cwd=os.getcwd(),
+            environ=environ,
+            hidden=self.hidden,
+            stub=self.stub,
+        )
 
     @staticmethod
     def set_limits() -> None:
         set_limits()
-
-
-def kernel(connection_file: str, extra=()) -> None:
-    """Replace this process with an IPython kernel in a sandbox whose only writable folders are
-    a copy of the current one (the notebook's, where nbgrader started the kernel), bound at its
-    path, and the folder of its ipc sockets (the kernel has no network to listen on): a folder of
-    its own, named zerobook-kernel-* (zerobook.classroom makes one per nbgrader call, and removes
-    it, the copy inside, after the call). nbgrader, outside the sandbox, writes the notebook's
-    folder after the kernel: what the kernel left there (a link to another submission, to the
-    gradebook, to nbgrader's stdout) would be followed; in the copy, nothing reaches it. The
-    connection file is bound read-only by itself (jupyter_client may put it in the real /tmp,
-    which must stay out). `extra`: the kernel's other arguments (nbgrader passes
-    --HistoryManager.hist_file=:memory:)."""
-    import json
-
-    info = json.loads(Path(connection_file).read_text())
-    sockets = os.path.dirname(os.path.abspath(info.get("ip", "")))
-    if info.get("transport") != "ipc" or not os.path.basename(sockets).startswith("zerobook-kernel-"):
-        sys.exit(f"zerobook.classroom.sandbox kernel: needs ipc sockets in a zerobook-kernel-* folder of their own, got "
-                 f"transport {info.get('transport')!r} at {info.get('ip')!r}")
-    replays = [os.environ[run_cache.CACHE_ENV]] if os.environ.get(run_cache.CACHE_ENV) else []  # the clean run's launches
-    here = os.getcwd()
-    copy = os.path.join(tempfile.mkdtemp(prefix="work-", dir=sockets), "copy")
-    untrusted.copy_tree(here, copy)
-    argv = command([sys.executable, "-m", "ipykernel_launcher", "-f", os.path.abspath(connection_file), *extra],
-                   writable=[sockets], copies={here: copy}, cwd=here, readable=[connection_file, *replays],
-                   env={"JUPYTER_RUNTIME_DIR": sockets})
-    set_limits()
-    os.execvp(argv[0], argv)
-
-
-def kernelspec(folder: Path) -> Path:
-    """A kernelspec named python3 (what the labs' notebooks ask for) that starts `kernel` above;
-    put `folder` first on JUPYTER_PATH and its kernels replace the usual one."""
-    spec = Path(folder) / "kernels" / "python3"
-    spec.mkdir(parents=True, exist_ok=True)
-    (spec / "kernel.json").write_text(__import__("json").dumps({
-        "argv": [sys.executable, "-m", "zerobook.classroom.sandbox", "kernel", "-f", "{connection_file}"],
-        "display_name": "Python 3 (sandboxed for grading)", "language": "python", "interrupt_mode": "message"}))
-    return Path(folder)
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] != ["kernel"] or sys.argv[2:3] != ["-f"] or len(sys.argv) < 4:
-        sys.exit("usage: python -m zerobook.classroom.sandbox kernel -f CONNECTION_FILE [KERNEL ARGUMENTS]")
-    kernel(sys.argv[3], sys.argv[4:])
