@@ -415,7 +415,7 @@ def test_ranks_are_forked_from_the_agent_with_a_fresh_interpreters_signals():
     """torchrun's agent has imported torch and torch._dynamo; its ranks are forks of it
     (`--start-method fork --run-path`), each under a watcher, with the signal handlers a new
     interpreter has. The agent asks whether CUDA is there through NVML, which leaves a GPU
-    usable in the ranks it forks (zerobook.launcher.launch.FORK_SAFE_CUDA_CHECK). No rank leaves
+    usable in the ranks it forks (zerobook.launcher.command.FORK_SAFE_CUDA_CHECK). No rank leaves
     init_process_group before every rank has checked in on the store (zerobook.launcher.dist's
     INIT_BARRIER_ENV): a rank that exits at once cannot break a slower peer's connections."""
     result = zb.torchrun(ROOT / "tests/targets/rank_origin.py", nproc=2, echo=False)

@@ -110,6 +110,8 @@ CLASSROOM = {
 }  # the instructor's grading
 NOTEBOOK_SIDE = {
     "zerobook.launcher.launch",
+    "zerobook.launcher.command",
+    "zerobook.launcher.supervisor",
     "zerobook.launcher.zygote",
     "zerobook.launcher.rank_output",
     "zerobook.launcher.failures",

@@ -69,7 +69,7 @@ def test_a_sandboxed_process_sees_and_keeps_only_its_own_folder(box, tmp_path):
     assert (
         seen["course_root"] is None and seen["secret"] is None
     )  # the instructor's variables stay out
-    # torch's own variables go in (zerobook.launcher.launch.FORK_SAFE_CUDA_CHECK)
+    # torch's own variables go in (zerobook.launcher.command.FORK_SAFE_CUDA_CHECK)
     assert seen["cuda_check"] == "1"
     bound = [
         tmp_path.resolve(),

@@ -33,7 +33,7 @@ def test_launches_fork_their_agents_from_one_zygote_that_shows_each_agents_comma
             assert str(TARGET) in " ".join(rank["cmdline"])  # what ps and psutil show
             assert rank["cmdline"][1:3] == [
                 "-c",
-                zb.launcher.launch.PRELOAD_AND_RUN_TORCHRUN,
+                zb.launcher.command.PRELOAD_AND_RUN_TORCHRUN,
             ]
             # the run's id, by which the launcher finds the run's processes to stop them
             assert rank["shown_run_id"] == rank["run_id"] is not None

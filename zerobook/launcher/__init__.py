@@ -3,6 +3,8 @@ each rank, what a rank reports and how a run that failed is told. The notebook's
 the rank's side (dist, rank_entry, rank_records, lifeline, lifetime) runs in every rank.
 
     launch         zb.torchrun: start N ranks, stream their output tagged, return what each reported
+    command        torchrun's command line (its main in this interpreter) and the ranks' environment
+    supervisor     one run: its agent started, its output streamed, every process stopped at the end
     start_method   fork the ranks from a preloaded agent (Linux) or start each fresh (elsewhere)
     zygote         the process that imported torch once, from which each launch forks its agent
     zygote_main    the zygote itself, started by path (nothing of the launcher loaded)

@@ -1,5 +1,5 @@
 """What torchrun's agent runs before torchrun's main, in every launch: the command
-(zerobook.launcher.launch.PRELOAD_AND_RUN_TORCHRUN) runs `preload()` then torchrun's main as
+(zerobook.launcher.command.PRELOAD_AND_RUN_TORCHRUN) runs `preload()` then torchrun's main as
 `python -m torch.distributed.run` does; a zygote (zerobook.launcher.zygote) runs `preload()` once and
 forks the agents. Standard library and torch only: a grading sandbox's agent runs it too.
 

@@ -21,7 +21,7 @@ def serve(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the notebook's interrupt is its own
     from zerobook.launcher import agent
 
-    agent.preload()  # what zerobook.launcher.launch.PRELOAD_AND_RUN_TORCHRUN runs first
+    agent.preload()  # what zerobook.launcher.command.PRELOAD_AND_RUN_TORCHRUN runs first
 
     # what is loaded now lives as long as every fork: out of the collector's sight, its pages
     # stay shared with the forks (a collection writes to every object it visits: copy-on-write)
