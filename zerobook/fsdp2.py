@@ -7,6 +7,8 @@ are measured by: the bytes a rank keeps, and the full weights.
     loss, meter, kept = measured_step(model, optimizer, tokens, reduce)   # one step, metered
     names = fsdp_ranges(profiler)                   # FSDP2's own profiler ranges, in order
     all_gather_order(names), peak_gathered(names, unit_bytes)   # which unit, when, how many at once
+    traced_step(model, batch)                       # a step's all-gathers in order, bytes, the peak
+    unsharded_grad_bytes(model)                     # gradients FSDP2 holds unsharded (no sync)
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import torch
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.profiler import ProfilerActivity, profile
 
 from zerobook import measure
 from zerobook.comm import CommMeter
@@ -150,3 +153,42 @@ def peak_gathered(names, unit_bytes: dict) -> int:
             held.discard(unit)
         peak = max(peak, sum(unit_bytes[u] for u in held))
     return peak
+
+
+def traced_step(model, batch, steps: int = 2) -> dict:
+    """`steps` forward and backward passes of `batch(step)`'s tokens, the last metered and profiled
+    (the first initialises FSDP2): its all-gathers in order (all_gather_order), each unit's bytes,
+    the most gathered at once (peak_gathered), the reduce-scatters."""
+    for step in range(steps):
+        with CommMeter() as meter, profile(activities=[ProfilerActivity.CPU]) as prof:
+            next_token_loss(model, batch(step)).backward()
+    names = fsdp_ranges(prof)
+    order = all_gather_order(names)
+    gathers = [e.bytes for e in meter.events if e.op == "all_gather_into_tensor"]
+    unit_bytes = {o["unit"]: size for o, size in zip(order, gathers, strict=True)}
+    return {
+        "order": order,
+        "unit_bytes": unit_bytes,
+        "peak": peak_gathered(names, unit_bytes),
+        "all_gathers": len(gathers),
+        "gathered_bytes": sum(gathers),
+        "reduce_scatters": meter.summary()["reduce_scatter_tensor"]["calls"],
+    }
+
+
+def unsharded_grad_bytes(model) -> int:
+    """Bytes of the unsharded gradients FSDP2 holds between backward passes (read from its
+    internals, torch 2.x: each FSDPParam's unsharded parameter's .grad and accumulated grad)."""
+    total = 0
+    for module in model.modules():
+        group = getattr(module, "_get_fsdp_state", lambda: None)()
+        for param in getattr(
+            getattr(group, "_fsdp_param_group", None), "fsdp_params", []
+        ):
+            unsharded = getattr(param, "_unsharded_param", None)
+            for grad in (
+                getattr(unsharded, "grad", None),
+                getattr(param, "unsharded_accumulated_grad", None),
+            ):
+                total += 0 if grad is None else grad.numel() * grad.element_size()
+    return total

@@ -20,21 +20,26 @@ Parts (each reports a dict):
   prefetch    FSDP2's implicit prefetch against explicit `set_modules_to_forward_prefetch` (the next
               block) and `set_modules_to_backward_prefetch` (the two blocks before): all-gathers in order
 """
+
 import argparse
 
 import torch
 from torch.distributed.fsdp import CPUOffloadPolicy
-from torch.profiler import ProfilerActivity, profile
 
 import zerobook as zb
 from zerobook.comm import CommMeter
-from zerobook.fsdp2 import all_gather_order, fsdp_ranges, local, peak_gathered, shard_blocks
+from zerobook.fsdp2 import local, shard_blocks, traced_step, unsharded_grad_bytes
 from zerobook.models import GPT, GPTConfig, next_token_loss, sinusoidal_positions
 from zerobook.training import rank_batch
 from zerobook.zero.flat import FlatParams
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
 BATCH = 4
+
+
+def batches(me):
+    """This rank's batch of each step: step -> tokens."""
+    return lambda step: rank_batch(CONFIG, BATCH, step, me)
 
 
 def sharded(model, me, units=None, **options):
@@ -63,14 +68,22 @@ def meta(me) -> dict:
     on_meta = all(p.is_meta for p in model.parameters())
     sharded(model, me)
     model.to_empty(device=me.device)
-    garbage = not torch.equal(model.positions.cpu(), sinusoidal_positions(CONFIG.seq_len, CONFIG.hidden))
+    garbage = not torch.equal(
+        model.positions.cpu(), sinusoidal_positions(CONFIG.seq_len, CONFIG.hidden)
+    )
     init_weights(model)
     loss = next_token_loss(model, rank_batch(CONFIG, BATCH, 0, me))
     loss.backward()
-    return {"on_meta": on_meta, "buffers_garbage_before_init": garbage, "loss": loss.item(),
-            "local_bytes": sum(local(p).numel() * local(p).element_size() for p in model.parameters()),
-            "full_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
-            "embed_std": model.embed.weight.full_tensor().std().item()}
+    return {
+        "on_meta": on_meta,
+        "buffers_garbage_before_init": garbage,
+        "loss": loss.item(),
+        "local_bytes": sum(
+            local(p).numel() * local(p).element_size() for p in model.parameters()
+        ),
+        "full_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
+        "embed_std": model.embed.weight.full_tensor().std().item(),
+    }
 
 
 def dtensor(me) -> dict:
@@ -78,17 +91,29 @@ def dtensor(me) -> dict:
     optimizer = torch.optim.AdamW(model.parameters())
     next_token_loss(model, rank_batch(CONFIG, BATCH, 0, me)).backward()
     optimizer.step()
-    rows = [{"name": n, "full": list(p.shape), "local": list(local(p).shape), "placement": str(p.placements[0])}
-            for n, p in model.named_parameters()]
+    rows = [
+        {
+            "name": n,
+            "full": list(p.shape),
+            "local": list(local(p).shape),
+            "placement": str(p.placements[0]),
+        }
+        for n, p in model.named_parameters()
+    ]
     chunk = lambda d0: -(-d0 // me.world_size)  # noqa: E731 - torch.chunk's piece on dim 0
-    per_param_padding = sum((chunk(p.shape[0]) * me.world_size - p.shape[0]) * p[0].numel()
-                            for p in model.blocks.parameters())  # the blocks', as for the flat buffers
+    per_param_padding = sum(
+        (chunk(p.shape[0]) * me.world_size - p.shape[0]) * p[0].numel()
+        for p in model.blocks.parameters()
+    )  # the blocks', as for the flat buffers
     flat = [FlatParams(list(b.parameters()), me.world_size) for b in GPT(CONFIG).blocks]
     state = optimizer.state[next(iter(model.parameters()))]
-    return {"params": rows, "padding_per_parameter": per_param_padding,
-            "padding_flat_per_block": sum(f.padded - f.numel for f in flat),
-            "optimizer_state_type": type(state["exp_avg"]).__name__,
-            "state_dict_type": type(next(iter(model.state_dict().values()))).__name__}
+    return {
+        "params": rows,
+        "padding_per_parameter": per_param_padding,
+        "padding_flat_per_block": sum(f.padded - f.numel for f in flat),
+        "optimizer_state_type": type(state["exp_avg"]).__name__,
+        "state_dict_type": type(next(iter(model.state_dict().values()))).__name__,
+    }
 
 
 def gathered_bytes(model, me, steps: int = 2) -> int:
@@ -103,21 +128,12 @@ def gathered_bytes(model, me, steps: int = 2) -> int:
 
 
 def reshard(me) -> dict:
-    return {str(flag): gathered_bytes(sharded(GPT(CONFIG), me, reshard_after_forward=flag), me)
-            for flag in (None, True, False)}
-
-
-def unsharded_grad_bytes(model) -> int:
-    """Bytes of the unsharded gradients FSDP2 holds between backward passes (read from its
-    internals, torch 2.x: each FSDPParam's unsharded parameter's .grad and accumulated grad)."""
-    total = 0
-    for module in model.modules():
-        group = getattr(module, "_get_fsdp_state", lambda: None)()
-        for param in getattr(getattr(group, "_fsdp_param_group", None), "fsdp_params", []):
-            unsharded = getattr(param, "_unsharded_param", None)
-            for grad in (getattr(unsharded, "grad", None), getattr(param, "unsharded_accumulated_grad", None)):
-                total += 0 if grad is None else grad.numel() * grad.element_size()
-    return total
+    return {
+        str(flag): gathered_bytes(
+            sharded(GPT(CONFIG), me, reshard_after_forward=flag), me
+        )
+        for flag in (None, True, False)
+    }
 
 
 def accumulate(me, micro: int = 4) -> dict:
@@ -134,34 +150,31 @@ def accumulate(me, micro: int = 4) -> dict:
                 if k == micro - 2:
                     waiting = unsharded_grad_bytes(model)
         grads = torch.cat([local(p.grad).reshape(-1) for p in model.parameters()])
-        out["every" if sync_each else "last"] = {"reduce_scatters": meter.summary()["reduce_scatter_tensor"]["calls"],
-                                                 "grads": grads, "unsharded_grad_bytes": waiting}
+        out["every" if sync_each else "last"] = {
+            "reduce_scatters": meter.summary()["reduce_scatter_tensor"]["calls"],
+            "grads": grads,
+            "unsharded_grad_bytes": waiting,
+        }
         del model, grads
     diff = (out["every"].pop("grads") - out["last"]["grads"]).abs().max().item()
     scale = out["last"].pop("grads").abs().max().item()
-    return dict(out, diff=diff, scale=scale, units=CONFIG.layers + 1, micro=micro,
-                full_grad_bytes=sum(p.numel() * 4 for p in GPT(CONFIG).parameters()))
+    return dict(
+        out,
+        diff=diff,
+        scale=scale,
+        units=CONFIG.layers + 1,
+        micro=micro,
+        full_grad_bytes=sum(p.numel() * 4 for p in GPT(CONFIG).parameters()),
+    )
 
 
-def traced_step(model, me, steps: int = 2) -> dict:
-    """`steps` forward and backward passes, the last metered and profiled (the first
-    initialises FSDP2): its all-gathers in order, each unit's bytes, the peak gathered."""
-    for step in range(steps):
-        with CommMeter() as meter, profile(activities=[ProfilerActivity.CPU]) as prof:
-            next_token_loss(model, rank_batch(CONFIG, BATCH, step, me)).backward()
-    names = fsdp_ranges(prof)
-    order = all_gather_order(names)
-    gathers = [e.bytes for e in meter.events if e.op == "all_gather_into_tensor"]
-    unit_bytes = {o["unit"]: size for o, size in zip(order, gathers, strict=True)}
-    return {"order": order, "unit_bytes": unit_bytes,
-            "peak": peak_gathered(names, unit_bytes),
-            "all_gathers": len(gathers), "gathered_bytes": sum(gathers),
-            "reduce_scatters": meter.summary()["reduce_scatter_tensor"]["calls"]}
-
-
-WRAPPINGS = {"block": lambda model: list(model.blocks),
-             "linear": lambda model: [m for m in model.blocks.modules() if isinstance(m, torch.nn.Linear)],
-             "model": lambda model: []}
+WRAPPINGS = {
+    "block": lambda model: list(model.blocks),
+    "linear": lambda model: [
+        m for m in model.blocks.modules() if isinstance(m, torch.nn.Linear)
+    ],
+    "model": lambda model: [],
+}
 
 
 def wrapping(me) -> dict:
@@ -169,7 +182,7 @@ def wrapping(me) -> dict:
     out = {}
     for name, units in WRAPPINGS.items():
         model = GPT(CONFIG)
-        out[name] = traced_step(sharded(model, me, units(model)), me)
+        out[name] = traced_step(sharded(model, me, units(model)), batches(me))
     return out
 
 
@@ -186,18 +199,31 @@ def offload(me) -> dict:
     """CPUOffloadPolicy() (pinned host memory) tried; then pin_memory=False beside no offload: the
     devices of the shards and gradients, the collectives, and whether the gradients are equal."""
     runs = {}
-    for name, options in (("none", {}), ("unpinned", {"offload_policy": CPUOffloadPolicy(pin_memory=False)})):
+    for name, options in (
+        ("none", {}),
+        ("unpinned", {"offload_policy": CPUOffloadPolicy(pin_memory=False)}),
+    ):
         torch.manual_seed(0)
         model = sharded(GPT(CONFIG), me, **options)
         with CommMeter() as meter:
             next_token_loss(model, rank_batch(CONFIG, BATCH, 0, me)).backward()
-        shards = [local(p) for p in model.parameters()] + [local(p.grad) for p in model.parameters()]
-        runs[name] = {"devices": sorted({str(t.device) for t in shards}),
-                      "calls": {op: e["calls"] for op, e in meter.summary().items()},
-                      "grads": torch.cat([local(p.grad).reshape(-1).cpu() for p in model.parameters()])}
+        shards = [local(p) for p in model.parameters()] + [
+            local(p.grad) for p in model.parameters()
+        ]
+        runs[name] = {
+            "devices": sorted({str(t.device) for t in shards}),
+            "calls": {op: e["calls"] for op, e in meter.summary().items()},
+            "grads": torch.cat(
+                [local(p.grad).reshape(-1).cpu() for p in model.parameters()]
+            ),
+        }
     same = torch.equal(runs["none"].pop("grads"), runs["unpinned"].pop("grads"))
-    return dict(runs, pinned=refusal(me, offload_policy=CPUOffloadPolicy()), same_grads=same,
-                device=me.device)
+    return dict(
+        runs,
+        pinned=refusal(me, offload_policy=CPUOffloadPolicy()),
+        same_grads=same,
+        device=me.device,
+    )
 
 
 def prefetch(me, ahead_backward: int = 2) -> dict:
@@ -208,15 +234,22 @@ def prefetch(me, ahead_backward: int = 2) -> dict:
         model = sharded(GPT(CONFIG), me)
         blocks = list(model.blocks)
         for i, block in enumerate(blocks if explicit else []):
-            block.set_modules_to_forward_prefetch(blocks[i + 1:i + 2])
-            before = blocks[max(i - ahead_backward, 0):i]
+            block.set_modules_to_forward_prefetch(blocks[i + 1 : i + 2])
+            before = blocks[max(i - ahead_backward, 0) : i]
             block.set_modules_to_backward_prefetch(before[::-1])  # the nearest first
-        out["explicit" if explicit else "implicit"] = traced_step(model, me)
+        out["explicit" if explicit else "implicit"] = traced_step(model, batches(me))
     return dict(out, ahead_backward=ahead_backward)
 
 
-PARTS = {"meta": meta, "dtensor": dtensor, "reshard": reshard, "accumulate": accumulate,
-         "wrapping": wrapping, "offload": offload, "prefetch": prefetch}
+PARTS = {
+    "meta": meta,
+    "dtensor": dtensor,
+    "reshard": reshard,
+    "accumulate": accumulate,
+    "wrapping": wrapping,
+    "offload": offload,
+    "prefetch": prefetch,
+}
 
 
 def main() -> None:
@@ -224,7 +257,10 @@ def main() -> None:
     parser.add_argument("--parts", default=",".join(PARTS))
     cli = parser.parse_args()
     me = zb.setup()
-    zb.report(world_size=me.world_size, **{name: PARTS[name](me) for name in cli.parts.split(",")})
+    zb.report(
+        world_size=me.world_size,
+        **{name: PARTS[name](me) for name in cli.parts.split(",")},
+    )
 
 
 if __name__ == "__main__":
