@@ -50,6 +50,27 @@ def test_the_repository_is_formatted():
     assert not unformatted, "run `python -m ruff format` on:\n" + "\n".join(unformatted)
 
 
+def test_no_source_file_is_kept_out_of_ruff():
+    """Only what is not the course's source is excluded (the venv, build output, the generated
+    student versions, Markdown); no module is kept out of format or lint to stay under the 300
+    lines tests/test_package.py allows a module: a long one is split by idea instead."""
+    import tomllib
+
+    ruff_config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]
+    assert set(ruff_config.get("extend-exclude", [])) <= {
+        ".venv",
+        "_build",
+        "book/labs",
+        "*.md",
+    }
+    for section in ("format", "lint"):
+        kept_out = ruff_config.get(section, {}).get("exclude", [])
+        assert not kept_out, (
+            f"[tool.ruff.{section}] excludes {kept_out}: split them by idea"
+        )
+    assert "exclude" not in ruff_config
+
+
 def test_the_repository_passes_ruff_check():
     result = ruff("check", "--output-format", "concise", ".")
     problems = findings(result)
