@@ -24,6 +24,16 @@ LONGEST_FIRST = (
 )
 
 
+def pyproject() -> dict:
+    """pyproject.toml, read: tomllib (Python 3.11+), or on 3.10 (which the course supports) the
+    tomli that pip vendors for itself."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        from pip._vendor import tomli as tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
 def pytest_configure(config):
     config.pluginmanager.register(xdist_groups, "zerobook_xdist_groups")
 

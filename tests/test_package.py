@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import zerobook as zb
-from conftest import ROOT, TARGETS
+from conftest import ROOT, TARGETS, pyproject
 from zerobook._moved import MOVED
 
 
@@ -392,7 +392,6 @@ def test_pip_install_brings_what_the_chapters_labs_and_package_import_at_run_tim
     (and what they bring) cover every module a notebook or the package's student side imports,
     torch aside (a host keeps its own). The book's `glue` goes through zerobook.glue."""
     import json
-    import tomllib
     from importlib import metadata
 
     sources = [
@@ -418,8 +417,8 @@ def test_pip_install_brings_what_the_chapters_labs_and_package_import_at_run_tim
         imported - set(sys.stdlib_module_names) - {"zerobook", "torch", "__future__"}
     )
     providers = metadata.packages_distributions()
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    brought = _requirements_closure(pyproject["project"]["dependencies"])
+    config = pyproject()
+    brought = _requirements_closure(config["project"]["dependencies"])
     missing = {
         m: providers.get(m)
         for m in third_party
