@@ -1,4 +1,4 @@
-"""Ring all-reduce bandwidth: ours (zerobook.collectives) against the backend's built-in.
+"""Ring all-reduce bandwidth: ours (zerobook.data_parallel.collectives) against the backend's built-in.
 
     python benchmarks/ring.py                 # N = 2 and 4, 1 KiB to 64 MiB, prints ratios
     python benchmarks/ring.py --world-sizes 4 --max-bytes 67108864

@@ -1,11 +1,11 @@
-"""zerobook.ddp's average in one process (a gloo group of one): one all-reduce of a flat buffer
+"""zerobook.data_parallel.ddp's average in one process (a gloo group of one): one all-reduce of a flat buffer
 gives each gradient exactly what one all-reduce per tensor gives."""
 
 import pytest
 import torch
 import torch.distributed as dist
 
-from zerobook.ddp import average_gradients
+from zerobook.data_parallel.ddp import average_gradients
 from zerobook.models import GPT, GPTConfig, next_token_loss
 
 

@@ -5,7 +5,7 @@ saying why, and the classroom's review flags its means for the instructor.
 
 - Records rewritten in the rank's own process (tests/forgeries/): the in-flight record reached
   as `dist.all_reduce.__self__` or through gc and rewritten (the process group's own count of
-  its collectives disagrees: zerobook.inflight); `torch.Tensor.abs`, or one tensor's `.abs`,
+  its collectives disagrees: zerobook.data_parallel.inflight); `torch.Tensor.abs`, or one tensor's `.abs`,
   answering zeros (zerobook.labs.untouched); a process forked at import to rewrite the reports
   (a graded rank cannot start one: zerobook.graded_rank); gradients or full units kept in
   module-level state (counted: zerobook.labs.student_state).
@@ -338,7 +338,7 @@ from pathlib import Path
 import zerobook
 
 _theirs = {"__name__": "ring"}
-exec((Path(zerobook.__file__).parent / "collectives.py").read_text(), _theirs)
+exec((Path(zerobook.__file__).parent / "data_parallel" / "collectives.py").read_text(), _theirs)
 ring_all_reduce = _theirs["ring_all_reduce"]
 """
 

@@ -66,7 +66,7 @@ WRITTEN = {"fsdp2": ["tradeoff_answer"]}  # answers the instructor grades by han
 
 
 def capstone_with_the_course_ddp() -> str:
-    """The capstone's reference, its DDP replaced by the course's, loaded from zerobook/ddp.py
+    """The capstone's reference, its DDP replaced by the course's, loaded from zerobook/data_parallel/ddp.py
     by path under another name (issue 41: it scored 12/12; the file is hidden while graded)."""
     from pathlib import Path
 
@@ -168,7 +168,7 @@ def with_rank_script(lab: str, script: str) -> str:
 def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_path):
     """Lab 2 graded as a class: buckets planned from model.parameters() (the package's design)
     lose the bucket points only, with feedback naming the bucket; a file that imports
-    zerobook.ddp scores 0 on every part, its feedback saying why."""
+    zerobook.data_parallel.ddp scores 0 on every part, its feedback saying why."""
     import json
 
     from test_lab_ddp import PLANNED_BUCKETS
@@ -182,7 +182,7 @@ def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_pa
     )
     borrows = reference.split("\n", 1)[1].replace(
         "import torch\n",
-        "import torch\nfrom zerobook.ddp import OverlappedAllReduce\n",
+        "import torch\nfrom zerobook.data_parallel.ddp import OverlappedAllReduce\n",
         1,
     )
     round_trip(

@@ -15,19 +15,24 @@ from zerobook.labs.harness import Forbidden, borrowed, forbid, replaced, trusted
 
 @pytest.fixture
 def ddp_forbidden(monkeypatch):
-    """forbid(("zerobook.ddp",)) for one test; the import system as it was afterwards."""
-    saved = importlib.import_module("zerobook.ddp")
+    """forbid(("zerobook.data_parallel.ddp",)) for one test; the import system as it was afterwards."""
+    saved = importlib.import_module("zerobook.data_parallel.ddp")
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
-    monkeypatch.setitem(sys.modules, "zerobook.ddp", saved)
+    monkeypatch.setitem(sys.modules, "zerobook.data_parallel.ddp", saved)
+    monkeypatch.setitem(sys.modules, "zerobook.ddp", saved)  # its old name, loaded
     monkeypatch.setattr(zerobook, "ddp", saved, raising=False)
-    return forbid(("zerobook.ddp",))
+    return forbid(("zerobook.data_parallel.ddp",))
 
 
 def test_a_forbidden_module_cannot_be_imported_by_any_spelling(ddp_forbidden):
     for how in (
+        lambda: importlib.import_module("zerobook.data_parallel.ddp"),
+        lambda: zerobook.data_parallel.ddp,
+        lambda: exec("from zerobook.data_parallel.ddp import OverlappedAllReduce", {}),
+        # its old name (zerobook/_moved.py), loaded and an attribute before forbid()
         lambda: importlib.import_module("zerobook.ddp"),
         lambda: zerobook.ddp,
-        lambda: exec("from zerobook.ddp import OverlappedAllReduce", {}),
+        lambda: exec("from zerobook import ddp", {}),
     ):
         with pytest.raises(
             ImportError, match="the course's own implementation of what this lab grades"
@@ -37,7 +42,7 @@ def test_a_forbidden_module_cannot_be_imported_by_any_spelling(ddp_forbidden):
 
 def test_a_forbidden_module_loaded_from_its_file_is_recognised(ddp_forbidden):
     spec = importlib.util.spec_from_file_location(
-        "my_ddp", ddp_forbidden["zerobook.ddp"]
+        "my_ddp", ddp_forbidden["zerobook.data_parallel.ddp"]
     )
     copy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(copy)  # not registered in sys.modules
@@ -59,7 +64,7 @@ def test_a_forbidden_module_loaded_from_its_file_is_recognised(ddp_forbidden):
 def test_a_replaced_function_of_the_record_is_named(monkeypatch):
     import torch
 
-    from zerobook.inflight import Handle, InFlight
+    from zerobook.data_parallel.inflight import Handle, InFlight
 
     snapshot = trusted(InFlight, Handle, equal=torch)
     assert replaced(snapshot) == []

@@ -559,7 +559,7 @@ except PermissionError:
     pass
 '''.replace("MARK", MARK + "-ddp")
 PATCH_WAIT = '''
-from zerobook import inflight
+from zerobook.data_parallel import inflight
 _real_wait = inflight.Handle.wait
 
 def _quiet_wait(self, timeout=None):
@@ -693,7 +693,7 @@ def _forged(**values):
 zb.report = _forged
 """
 HIDE_ALL_REDUCE = '''
-from zerobook import comm
+from zerobook.data_parallel import comm
 _real_record = comm.CommMeter._record_collective
 
 def _quiet(self, name, *args):
@@ -811,10 +811,10 @@ def test_lab4_a_file_that_imports_fsdp_scores_zero_saying_why(graded_zero):
 
 def test_a_ring_imported_from_the_course_scores_zero_saying_why(tmp_path):
     """The trial's one-line ring submission (Lab 3) scored 5/5: its ring is the course's own
-    (zerobook.collectives), which the harness refuses; every part scores 0 and the
+    (zerobook.data_parallel.collectives), which the harness refuses; every part scores 0 and the
     feedback says why."""
     lab, points = "ring_allreduce", {"test_correct": 3, "test_bytes": 2}
-    borrowed = "from zerobook.collectives import ring_all_reduce\n"
+    borrowed = "from zerobook.data_parallel.collectives import ring_all_reduce\n"
 
     def submission(root):
         release = (root / "release" / lab / f"{lab}.ipynb").read_text()
@@ -836,7 +836,7 @@ def test_a_ring_imported_from_the_course_scores_zero_saying_why(tmp_path):
         (tmp_path / "feedback" / "borrower" / lab / f"{lab}.html").read_text()
     )
     assert (
-        "zerobook.collectives is the course's own implementation of what this lab grades"
+        "zerobook.data_parallel.collectives is the course's own implementation of what this lab grades"
         in page
     )
 
@@ -882,7 +882,7 @@ except PermissionError:
     pass
 '''.replace("MARK", MARK + "-zero3")
 PATCH_WAIT_ZERO3 = """
-from zerobook import inflight
+from zerobook.data_parallel import inflight
 _real_wait = inflight.Handle.wait
 inflight.Handle.wait = lambda self, timeout=None: _real_wait(self, timeout)
 """

@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 class BucketedDDP:
     """The chapter's design: buckets planned once from model.parameters() reversed, each
-    sent when all its gradients have arrived (zerobook.ddp.OverlappedAllReduce, copied)."""
+    sent when all its gradients have arrived (zerobook.data_parallel.ddp.OverlappedAllReduce, copied)."""
 
     def __init__(self, model, bucket_cap_bytes):
         with torch.no_grad():
@@ -244,7 +244,7 @@ def test_ddp_a_file_that_imports_the_courses_ddp_fails_the_whole_run(tmp_path):
         "ddp",
         "borrows",
         "import torch\n",
-        "import torch\nfrom zerobook.ddp import OverlappedAllReduce  # noqa: F401\n",
+        "import torch\nfrom zerobook.data_parallel.ddp import OverlappedAllReduce  # noqa: F401\n",
     )
     with pytest.raises(zb.LaunchError, match="course's own implementation"):
         zb.grading.run_part("ddp", student, "train", nproc=3)

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.launch
 BORROWED = {
     "ring_allreduce": (
         "bytes",
-        "from zerobook.collectives import ring_all_reduce\n",
-        "zerobook.collectives is the course's own implementation of what this lab grades",
+        "from zerobook.data_parallel.collectives import ring_all_reduce\n",
+        "zerobook.data_parallel.collectives is the course's own implementation of what this lab grades",
     ),
     "fsdp2": (
         "checkpoint",

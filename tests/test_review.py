@@ -74,7 +74,7 @@ ATTACKS = [  # (code from its line 4, the line flagged, what the flag names)
         "__closure__",
     ),
     ("import sys\nsys.meta_path.pop(0)", 5, "sys.meta_path"),
-    ("import sys\ndel sys.modules['zerobook.ddp']", 5, "sys.modules"),
+    ("import sys\ndel sys.modules['zerobook.data_parallel.ddp']", 5, "sys.modules"),
     ("import sys\nsys.setprofile(print)", 5, "sys.setprofile"),
     ("import sys\nf = sys._getframe(1)", 5, "sys._getframe"),
     ("import inspect\nh = inspect.currentframe().f_back.f_globals", 5, "inspect"),
@@ -85,7 +85,7 @@ ATTACKS = [  # (code from its line 4, the line flagged, what the flag names)
     ("d = dist.__dict__", 4, "__dict__"),
     (
         "import zerobook\nfrom pathlib import Path\nimport importlib.util\n"
-        "spec = importlib.util.spec_from_file_location('x', Path(zerobook.__file__).parent / 'ddp.py')",
+        "spec = importlib.util.spec_from_file_location('x', Path(zerobook.__file__).parent / 'data_parallel' / 'ddp.py')",
         7,
         "spec_from_file_location",
     ),  # fmt: skip
@@ -101,9 +101,9 @@ ATTACKS = [  # (code from its line 4, the line flagged, what the flag names)
     ("import zerobook.labs.harness", 4, "the grader's own code"),
     ("import zerobook as zb\nzb.report = print", 5, "zb.report"),
     (
-        "import importlib\nm = importlib.import_module('zerobook.ddp')",
+        "import importlib\nm = importlib.import_module('zerobook.data_parallel.ddp')",
         5,
-        "zerobook.ddp",
+        "zerobook.data_parallel.ddp",
     ),
     ("from torch.distributed import Reducer", 4, "Reducer"),
     ("m = torch.nn.parallel.DistributedDataParallel", 4, "DistributedDataParallel"),
@@ -134,7 +134,7 @@ def test_the_hidden_classs_realistic_attacks_are_each_flagged():
         "torch.Tensor.abs": "torch.Tensor.abs = lambda self: torch.zeros_like(self)",
         "os.fork": "import os\npid = os.fork()",
         "guard.__closure__": "guard = dist.all_reduce\nx = guard.__closure__[0].cell_contents",
-        "exec(...)": "exec(open('/x/zerobook/ddp.py').read())",
+        "exec(...)": "exec(open('/x/zerobook/data_parallel/ddp.py').read())",
         "sys.meta_path": "import sys\nsys.meta_path.pop(0)",
         "from torch.distributed import Reducer": "from torch.distributed import Reducer",
     }
@@ -275,17 +275,18 @@ def disguised(path, padded: bool = False) -> str:
 
 @pytest.mark.parametrize("padded", [False, True])
 def test_a_renamed_reordered_copy_of_the_course_ddp_is_flagged_naming_both(padded):
-    copy = disguised(ROOT / "zerobook" / "ddp.py", padded)
+    copy = disguised(ROOT / "zerobook" / "data_parallel" / "ddp.py", padded)
     flags = review(notebook("%%writefile ddp_student.py\n" + copy), "ddp")
-    finish = "matches zerobook/ddp.py's OverlappedAllReduce.finish"
+    finish = "matches zerobook/data_parallel/ddp.py's OverlappedAllReduce.finish"
     assert any(finish in f and f.split(": ")[1].startswith("your mine_") for f in flags)
 
 
 def test_a_copy_run_from_a_string_is_flagged():
-    copy = disguised(ROOT / "zerobook" / "ddp.py")
+    copy = disguised(ROOT / "zerobook" / "data_parallel" / "ddp.py")
     flags = review(notebook(f"CODE = {copy!r}\nexec(CODE)\n"), "ddp")
     assert any(
-        "matches zerobook/ddp.py's" in f and "(code in a string)" in f for f in flags
+        "matches zerobook/data_parallel/ddp.py's" in f and "(code in a string)" in f
+        for f in flags
     )
 
 

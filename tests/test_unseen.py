@@ -81,14 +81,14 @@ def test_inside_a_graded_sandbox_the_hidden_files_are_stubs(sandbox, tmp_path):
     probe = """
 import importlib.util, pathlib, zerobook
 root = pathlib.Path(zerobook.__file__).parent
-print((root / "ddp.py").read_text().splitlines()[0])
-for how in ("import zerobook.ddp", "import zerobook.zero.stage3", "from zerobook.zero import Zero3"):
+print((root / "data_parallel" / "ddp.py").read_text().splitlines()[0])
+for how in ("import zerobook.data_parallel.ddp", "import zerobook.zero.stage3", "from zerobook.zero import Zero3"):
     try:
         exec(how)
         print(how, "WORKED")
     except ImportError as exc:
         print(how, "refused:", exc)
-spec = importlib.util.spec_from_file_location("mine", root / "ddp.py")
+spec = importlib.util.spec_from_file_location("mine", root / "data_parallel" / "ddp.py")
 try:
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
     print("by path WORKED")
@@ -120,17 +120,19 @@ def test_another_checkout_and_the_compiled_copies_are_hidden_too(tmp_path):
     """An editable install may point at another checkout than the grader's (the sandbox binds
     both), and a module's compiled copy in __pycache__ runs as well as its source."""
     other = tmp_path / "checkout" / "zerobook"
-    (other / "__pycache__").mkdir(parents=True)
-    (other / "collectives.py").write_text("def ring_all_reduce(t): ...\n")
-    (other / "__pycache__" / "collectives.cpython-311.pyc").write_bytes(b"compiled")
+    room = other / "data_parallel"
+    (room / "__pycache__").mkdir(parents=True)
+    (room / "collectives.py").write_text("def ring_all_reduce(t): ...\n")
+    (room / "__pycache__" / "collectives.cpython-311.pyc").write_bytes(b"compiled")
     (tmp_path / "grader").mkdir()
     stub = unseen.write_stub(tmp_path / "grader")
     args = unseen.binds(unseen.files("ring_allreduce"), stub, [other])
     pairs = list(zip(args, args[1:], args[2:]))
-    assert ("--ro-bind", str(stub), str(other / "collectives.py")) in pairs
+    assert ("--ro-bind", str(stub), str(room / "collectives.py")) in pairs
     assert (
         "--ro-bind",
         str(stub.parent / "empty"),
-        str(other / "__pycache__"),
+        str(room / "__pycache__"),
     ) in pairs
-    assert ("--ro-bind", str(stub), str(unseen.PACKAGE / "collectives.py")) in pairs
+    path = unseen.PACKAGE / "data_parallel" / "collectives.py"
+    assert ("--ro-bind", str(stub), str(path)) in pairs

@@ -41,6 +41,10 @@ MOVED = {
     "start_method": "launcher.start_method",
     "dist": "launcher.dist",
     "cluster": "launcher.cluster",
+    "ddp": "data_parallel.ddp",
+    "collectives": "data_parallel.collectives",
+    "comm": "data_parallel.comm",
+    "inflight": "data_parallel.inflight",
 }
 # a split module's new name -> the siblings that took some of its names
 SPLIT = {

@@ -1,7 +1,7 @@
 """A rank's record of collectives, witnessed as it happens by a process the rank's code cannot
 reach: the rank's watcher (zerobook.launcher.rank_entry), its parent.
 
-    send(["grad", "embed.weight"], 12)      # rank side (zerobook.inflight): one line, now
+    send(["grad", "embed.weight"], 12)      # rank side (zerobook.data_parallel.inflight): one line, now
     data, status = collect(read_fd, child)  # the watcher: every line, until the rank ends
     seal(report_dir, rank, data, token)     # the watcher: rank{r}.witness, signed under its token
     lines = witnessed(report_dir, tokens)   # the launcher: {rank: [[event, count], ...]}
@@ -9,7 +9,7 @@ reach: the rank's watcher (zerobook.launcher.rank_entry), its parent.
 
 A lab harness keeps its record of a step's events in the rank's own process, where the student's
 code runs too, and reports it at the end; code that rewrites the list (and the process group's
-counts beside it, zerobook.inflight) in between would make the report say what did not happen.
+counts beside it, zerobook.data_parallel.inflight) in between would make the report say what did not happen.
 So every event also leaves the process the moment it is recorded, as a line down a pipe to the
 watcher, which keeps them and, when the rank has ended, writes them signed with a secret of its
 own (read after the rank was forked, so the rank never held it; the watcher of a graded rank is

@@ -80,7 +80,7 @@ def check_parity(report: dict) -> list[str]:
 
 def unwaited(report: dict) -> list[str]:
     """Asynchronous reduce-scatters never waited on, in the first step that has any:
-    their output holds NaN (zerobook.inflight)."""
+    their output holds NaN (zerobook.data_parallel.inflight)."""
     for s, step in enumerate(report["steps"]):
         events = step["events"]
         waited = {e[1] for e in events if e[0] == "wait"}

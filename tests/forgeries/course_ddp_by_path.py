@@ -1,4 +1,4 @@
-"""Lab 2 (and the capstone): the course's DDP (zerobook/ddp.py) loaded from its file under
+"""Lab 2 (and the capstone): the course's DDP (zerobook/data_parallel/ddp.py) loaded from its file under
 another name."""
 
 import importlib.util
@@ -7,7 +7,7 @@ from pathlib import Path
 import zerobook
 
 _spec = importlib.util.spec_from_file_location(
-    "my_ddp", Path(zerobook.__file__).parent / "ddp.py"
+    "my_ddp", Path(zerobook.__file__).parent / "data_parallel" / "ddp.py"
 )
 _theirs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_theirs)

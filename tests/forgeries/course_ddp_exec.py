@@ -1,11 +1,11 @@
-"""Lab 2: the course's DDP (zerobook/ddp.py): its source read and run here."""
+"""Lab 2: the course's DDP (zerobook/data_parallel/ddp.py): its source read and run here."""
 
 from pathlib import Path
 
 import zerobook
 
 _theirs = {"__name__": "my_ddp"}
-exec((Path(zerobook.__file__).parent / "ddp.py").read_text(), _theirs)
+exec((Path(zerobook.__file__).parent / "data_parallel" / "ddp.py").read_text(), _theirs)
 
 
 class BucketedDDP:

@@ -1,4 +1,4 @@
-"""ZeRO's collectives held in flight (zerobook.inflight): an asynchronous reduce-scatter or
+"""ZeRO's collectives held in flight (zerobook.data_parallel.inflight): an asynchronous reduce-scatter or
 all-gather holds NaN in its output until wait(), which puts the rank-order result in; an
 all-gather whose input is its own output's piece (FSDP2's in-place layout) works too.
 
@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook.inflight import InFlight
+from zerobook.data_parallel.inflight import InFlight
 from zerobook.parity import ordered_sums
 
 me = zb.setup()

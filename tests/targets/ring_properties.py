@@ -7,8 +7,8 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook.collectives import ring_all_reduce
-from zerobook.comm import CommMeter
+from zerobook.data_parallel.collectives import ring_all_reduce
+from zerobook.data_parallel.comm import CommMeter
 
 
 def ring_checks(group) -> dict:

@@ -17,7 +17,7 @@ import argparse
 import torch
 
 import zerobook as zb
-from zerobook.ddp import average_gradients
+from zerobook.data_parallel.ddp import average_gradients
 from zerobook.models import GPT, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
 from zerobook.training import flat_weights, rank_batch

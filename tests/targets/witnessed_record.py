@@ -1,4 +1,4 @@
-"""A record of collectives kept by zerobook.inflight, reported raw; with --rewrite, rewritten at
+"""A record of collectives kept by zerobook.data_parallel.inflight, reported raw; with --rewrite, rewritten at
 the end as a forger would (an all-reduce moved before a gradient's note, the counts beside it
 made up so that they still only rise)."""
 
@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook.inflight import InFlight
+from zerobook.data_parallel.inflight import InFlight
 
 me = zb.setup(verbose=False)
 with InFlight() as flight:

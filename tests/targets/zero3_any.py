@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import zerobook as zb
-from zerobook.ddp import average_gradients
+from zerobook.data_parallel.ddp import average_gradients
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
 from zerobook.precision import MixedPrecisionAdamW

@@ -174,8 +174,8 @@ GRADER = (
     "zerobook.labs",
     "zerobook.classroom",
     "zerobook.report_guard",
-    "zerobook.inflight",
-    "zerobook.comm",
+    "zerobook.data_parallel.inflight",
+    "zerobook.data_parallel.comm",
     "zerobook.launcher.dist",
     "zerobook.report",
     "zerobook.setup",
@@ -215,12 +215,12 @@ COLLECTIVES = tuple(
 COURSE = {
     "setup_check": (),
     "memory": ("zerobook.measure", "zerobook.accounting.memory"),
-    "ddp": ("zerobook.ddp",),
-    "ring_allreduce": ("zerobook.collectives",),
+    "ddp": ("zerobook.data_parallel.ddp",),
+    "ring_allreduce": ("zerobook.data_parallel.collectives",),
     "zero": ("zerobook.zero",),
     "zero3": ("zerobook.zero",),
     "fsdp2": ("zerobook.fsdp2", "zerobook.sharded_checkpoint"),
-    "capstone": ("zerobook.ddp", "zerobook.zero"),
+    "capstone": ("zerobook.data_parallel.ddp", "zerobook.zero"),
 }
 # why PyTorch's implementations matter, by what they implement
 LIBRARY_WHY = {

@@ -61,10 +61,10 @@ EVERY, KILL_AT, BUCKET_CAP_BYTES = HIDDEN["every"], HIDDEN["kill_at"], 64 * 1024
 if not 0 < EVERY < KILL_AT < PREFIX <= STEPS or KILL_AT % EVERY:
     raise ValueError(f"capstone: 0 < every < kill_at < prefix <= steps, kill_at a "
                      f"multiple of every: {HIDDEN}")  # fmt: skip
-FORBIDDEN = ("zerobook.zero", "zerobook.ddp", "zerobook.zero3_events")
+FORBIDDEN = ("zerobook.zero", "zerobook.data_parallel.ddp", "zerobook.zero3_events")
 UNSEEN = (
     "zerobook.zero",
-    "zerobook.ddp",
+    "zerobook.data_parallel.ddp",
     "zerobook.zero3_events",
 )  # hidden while graded
 # what the run's record is made with: the student's code may not replace any of it

@@ -9,7 +9,7 @@ The student's file defines a class
 The one part, `train`, gives each rank a GPT from a seed of its own, wraps it and trains
 STEPS AdamW steps (until one fails: what the steps before showed is still reported, with
 the failure, zerobook.labs.crash) on the rank's slice of each batch, every sum in rank order
-(zerobook.parity), every all-reduce in flight until waited on (zerobook.inflight). It
+(zerobook.parity), every all-reduce in flight until waited on (zerobook.data_parallel.inflight). It
 reports per step the events in order (each gradient's arrival, each all-reduce and wait,
 finish()), the gradients each all-reduce held (matched against copies made as they
 arrived) and what each param.grad held after finish(); and the weights after the
@@ -21,7 +21,7 @@ launched on 3 ranks: with 2, a sum has one order only, and equality would prove 
 import torch
 
 import zerobook as zb
-from zerobook.inflight import Handle, InFlight
+from zerobook.data_parallel.inflight import Handle, InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
@@ -45,8 +45,10 @@ BUCKET_CAP_BYTES, STEPS, SEED = (
     HIDDEN["seed"],
 )
 BATCH, LR = 2, 1e-3
-FORBIDDEN = ("zerobook.ddp", "zerobook.bucket_events")  # the course's DDP, the grader's
-UNSEEN = ("zerobook.ddp", "zerobook.bucket_events")  # hidden from a graded submission
+# the course's DDP, and the grader's record of buckets
+FORBIDDEN = ("zerobook.data_parallel.ddp", "zerobook.bucket_events")
+# hidden from a graded submission (a literal: zerobook.classroom.unseen reads it, never runs it)
+UNSEEN = ("zerobook.data_parallel.ddp", "zerobook.bucket_events")
 
 
 class Arrivals:

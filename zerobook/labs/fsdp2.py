@@ -28,7 +28,7 @@ import torch
 from torch.distributed.fsdp import FSDPModule
 
 import zerobook as zb
-from zerobook.comm import CommMeter
+from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import full_weights, kept_bytes, local, mesh_of
 from zerobook.labs import crash, hints
 from zerobook.labs.harness import call_student, import_again, load_student, parse_args

@@ -185,7 +185,7 @@ def refuse(
     idea: str, record=(), student=None, files=None, flight=None, more=()
 ) -> None:
     """Raise RuntimeError (the part scores 0) naming every reason the run does not count:
-    functions of `record` the file replaced, `flight`'s record rewritten (zerobook.inflight),
+    functions of `record` the file replaced, `flight`'s record rewritten (zerobook.data_parallel.inflight),
     modules of `files` it used anyway (`borrowed`), and `more` (reasons of the lab's own).
     `idea`: what the student writes ("your DDP")."""
     problems = [f"tampering: the student's code replaced {n}" for n in replaced(record)]

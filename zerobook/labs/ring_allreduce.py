@@ -16,16 +16,17 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook.comm import CommMeter
-from zerobook.inflight import every_group_count
+from zerobook.data_parallel.comm import CommMeter
+from zerobook.data_parallel.inflight import every_group_count
 from zerobook.labs import hints
 from zerobook.labs.harness import call_student, forbid, load_student, parse_args, refuse
 from zerobook.labs.withhold import ForbiddenImport, Withheld
 from zerobook.report_guard import TamperError
 
 PARTS = ["correct", "bytes"]
-FORBIDDEN = ("zerobook.collectives",)  # the course's ring: what this lab grades
-UNSEEN = ("zerobook.collectives",)  # hidden from a graded submission
+# the course's ring: what this lab grades
+FORBIDDEN = ("zerobook.data_parallel.collectives",)
+UNSEEN = ("zerobook.data_parallel.collectives",)  # hidden from a graded submission
 SIZES = [1, 7, 1001, 4096 + 3, 2**20]
 
 

@@ -1,7 +1,7 @@
 """The course's own implementation of what a lab grades, kept from the student's file.
 
     withhold("zerobook.measure:unique_bytes")   # fails when the student's code calls it
-    files = forbid(("zerobook.ddp",))             # unimportable while the file runs
+    files = forbid(("zerobook.data_parallel.ddp",))             # unimportable while the file runs
     with student_code():                          # zerobook.labs.harness: the file runs
         ...
     borrowed(student_module, files)               # what it used anyway
@@ -138,7 +138,12 @@ def forbid(names: tuple[str, ...]) -> dict[str, str]:
     """Make the modules `names` unimportable from now on (unloaded if loaded); returns
     each one's source file, for `borrowed` to know a copy loaded some other way."""
     files = {n: str(Path(importlib.util.find_spec(n).origin).resolve()) for n in names}
-    for name in names:
+    # and the names a moved module is also loaded under (zerobook/_moved.py: zerobook.ddp is
+    # zerobook.data_parallel.ddp), each an attribute of its parent too (zb.ddp)
+    aliases = [
+        n for n, m in list(sys.modules.items()) if source_file(m) in files.values()
+    ]
+    for name in dict.fromkeys([*names, *aliases]):
         sys.modules.pop(name, None)
         parent, _, child = name.rpartition(".")
         if parent in sys.modules and child in vars(sys.modules[parent]):

@@ -12,7 +12,7 @@ N, cut into N equal pieces), and at most max_in_flight reduce-scatters are in fl
 seed on every rank and trains it STEPS steps with each optimizer of OPTIMIZERS (until a
 step fails: the steps before it are still reported, zerobook.labs.crash), every
 sum in rank order (zerobook.parity), every reduce-scatter and all-gather in flight
-until waited on (zerobook.inflight), every collective metered (zerobook.comm). It
+until waited on (zerobook.data_parallel.inflight), every collective metered (zerobook.data_parallel.comm). It
 reports the master pieces (whose piece each is), the optimizer's bytes, per step the
 events in order, the gradients each reduce-scatter's input held (zerobook.zero_probe),
 the gradient bytes held at every hook (the pieces' .grad included), what each piece's .grad held after
@@ -28,8 +28,8 @@ from torch.autograd import grad
 import zerobook as zb
 from zerobook import measure
 from zerobook import zero_probe as probe
-from zerobook.comm import CommMeter
-from zerobook.inflight import Handle, InFlight
+from zerobook.data_parallel.comm import CommMeter
+from zerobook.data_parallel.inflight import Handle, InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student

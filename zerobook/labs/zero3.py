@@ -10,7 +10,7 @@ The one part, `train`, builds the course's GPT (tied embedding) from one seed on
 hands `units = list(model.blocks)` to the student's Zero3 with an AdamW (weight decay on)
 and trains STEPS steps on the rank's slice of each batch, every sum in rank order
 (zerobook.parity), every all-gather and reduce-scatter in flight until waited on
-(zerobook.inflight). The harness's own hooks, registered before the student's hooks
+(zerobook.data_parallel.inflight). The harness's own hooks, registered before the student's hooks
 run, note when each unit has computed (a copy of its full weights) and when its backward
 is done (a copy of each gradient), and the bytes of full parameters allocated at each.
 Each all-gather and reduce-scatter is told apart by its input: the unit whose pieces (or
@@ -28,7 +28,7 @@ import torch
 import zerobook as zb
 from zerobook import zero3_record
 from zerobook.freed import FreedGuard, rebound, storage_key
-from zerobook.inflight import Handle, InFlight
+from zerobook.data_parallel.inflight import Handle, InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student

@@ -17,8 +17,8 @@ import contextlib
 import torch
 
 import zerobook as zb
-from zerobook.comm import CommMeter
-from zerobook.ddp import average_gradients
+from zerobook.data_parallel.comm import CommMeter
+from zerobook.data_parallel.ddp import average_gradients
 from zerobook.fsdp2 import shard_blocks
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss
 from zerobook.precision import MixedPrecisionAdamW

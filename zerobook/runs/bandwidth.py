@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook.collectives import ring_all_reduce
+from zerobook.data_parallel.collectives import ring_all_reduce
 
 IMPLEMENTATIONS = {
     "ring": ring_all_reduce,

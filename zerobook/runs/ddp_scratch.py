@@ -24,7 +24,11 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 import zerobook as zb
-from zerobook.ddp import OverlappedAllReduce, average_gradients, broadcast_params
+from zerobook.data_parallel.ddp import (
+    OverlappedAllReduce,
+    average_gradients,
+    broadcast_params,
+)
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_comm_hook, ordered_sums, rank_order_sum
 from zerobook.training import flat_weights, rank_batch

@@ -21,7 +21,7 @@ from torch.distributed.fsdp.fully_sharded_data_parallel import (
 from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
 
 import zerobook as zb
-from zerobook.comm import CommMeter
+from zerobook.data_parallel.comm import CommMeter
 from zerobook.models import GPT, GPTConfig, next_token_loss
 from zerobook.training import rank_batch
 

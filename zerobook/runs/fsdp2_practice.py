@@ -27,7 +27,7 @@ import torch
 from torch.distributed.fsdp import CPUOffloadPolicy
 
 import zerobook as zb
-from zerobook.comm import CommMeter
+from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import local, shard_blocks, traced_step, unsharded_grad_bytes
 from zerobook.models import GPT, GPTConfig, next_token_loss, sinusoidal_positions
 from zerobook.training import rank_batch

@@ -27,7 +27,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import zerobook as zb
-from zerobook.ddp import average_gradients
+from zerobook.data_parallel.ddp import average_gradients
 from zerobook.fsdp2 import full_weights, measured_step, shard_blocks
 from zerobook.models import GPT, Block, GPTConfig
 from zerobook.parity import ordered_sums

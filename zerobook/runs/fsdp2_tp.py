@@ -22,7 +22,7 @@ from torch.distributed.tensor.parallel import (
 from torch.profiler import ProfilerActivity, profile
 
 import zerobook as zb
-from zerobook.comm import CommMeter
+from zerobook.data_parallel.comm import CommMeter
 
 SHAPE = (2, 2)  # (dp, tp)
 HIDDEN, BATCH, LR = 8, 8, 0.125  # a power of two: the SGD step stays exact

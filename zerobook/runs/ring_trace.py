@@ -16,13 +16,13 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook.collectives import (
+from zerobook.data_parallel.collectives import (
     chunks,
     parameter_server_all_reduce,
     ring_all_reduce,
     ring_reduce_scatter,
 )
-from zerobook.comm import CommMeter
+from zerobook.data_parallel.comm import CommMeter
 
 
 def owned_chunks(me: zb.Rank, elements_per_rank: int) -> dict:

@@ -32,7 +32,7 @@ import torch
 from torch.utils.checkpoint import set_checkpoint_early_stop
 
 import zerobook as zb
-from zerobook.comm import CommMeter
+from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import full_weights, shard_blocks
 from zerobook.models import GPT, Block, GPTConfig, next_token_loss
 from zerobook.recompute import checkpoint_blocks, recompute_attention_scores

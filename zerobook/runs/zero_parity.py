@@ -29,8 +29,8 @@ import torch
 
 import zerobook as zb
 from zerobook import measure
-from zerobook.comm import CommMeter
-from zerobook.ddp import average_gradients
+from zerobook.data_parallel.comm import CommMeter
+from zerobook.data_parallel.ddp import average_gradients
 from zerobook.models import GPT, GPTConfig, next_token_loss
 from zerobook.parity import ordered_sums
 from zerobook.training_methods import BUCKET_NUMEL, METHODS, Method, clip, groups_of

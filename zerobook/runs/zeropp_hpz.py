@@ -13,7 +13,7 @@ backward, and the weights after the two steps (to compare bit for bit).
 import torch
 
 import zerobook as zb
-from zerobook.comm import CommMeter
+from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import shard_blocks
 from zerobook.models import GPT, next_token_loss
 from zerobook.zero.trials import start, CONFIG, batch, zero3

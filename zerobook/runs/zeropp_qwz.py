@@ -18,7 +18,7 @@ import argparse
 import torch
 
 import zerobook as zb
-from zerobook.comm import CommMeter
+from zerobook.data_parallel.comm import CommMeter
 from zerobook.models import next_token_loss
 from zerobook.zero.trials import batch, bf16_gpt, train_curves, zero3
 from zerobook.zero.quantized import dequantize_blocks, quantize_blocks, quantized_unit
