@@ -62,12 +62,9 @@ class Outcome:
     flags: list[str] = field(default_factory=list)
     seconds: float = 0.0
     peak: dict = field(default_factory=dict)  # the most it used at once (limits)
-    awaiting: dict[str, float] = field(
-        default_factory=dict
-    )  # grade_id -> points, by hand
-    failed_tests: list[str] = field(
-        default_factory=list
-    )  # grade_ids the clean run failed
+    # grade_id -> points, by hand
+    awaiting: dict[str, float] = field(default_factory=dict)
+    failed_tests: list[str] = field(default_factory=list)  # what the clean run failed
     grader_error: str | None = None  # what broke on the course's side: not graded
 
 
@@ -235,9 +232,8 @@ def grade(
             flush=True,
         )
     print(mechanism() if sandboxed else "no bounds: --no-sandbox", flush=True)
-    export = (
-        grades_csv.exporter()
-    )  # imported now: the environment may break while grading
+    # imported now: the environment may break while grading
+    export = grades_csv.exporter()
     grader = Grader(labs, root, sandboxed, limits, jobs)
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -248,12 +244,9 @@ def grade(
         if grader.kernels is not None:
             shutil.rmtree(grader.kernels, ignore_errors=True)
     state = load_state(root)
-    for (lab, student, d), outcome in zip(
-        todo, outcomes
-    ):  # unchanged, a failure would fail again: --all retries
-        state.setdefault(lab, {})[student] = (
-            d if not outcome.grader_error else None
-        )  # None: graded again
+    # unchanged, a failure would fail again (--all retries); a grader error: None, graded again
+    for (lab, student, d), outcome in zip(todo, outcomes):
+        state.setdefault(lab, {})[student] = None if outcome.grader_error else d
     (root / STATE).write_text(json.dumps(state, indent=1))
     export(root, scores := root / "grades.csv")
     failed = [(o.student, o.lab) for o in outcomes if o.failure]

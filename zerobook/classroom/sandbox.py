@@ -111,9 +111,8 @@ def command(
     ]
     args += tmpfs("/dev/shm", bounds)
     args += [a for bind in binds for a in bind]
-    args += (
-        unseen.binds(hidden, stub, package_folders()) if hidden else []
-    )  # over its binds
+    # over its binds
+    args += unseen.binds(hidden, stub, package_folders()) if hidden else []
     if uid is not None:
         for path in [*writable, *copies.values(), *readable]:
             os.chown(path, uid, uid)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from zerobook.classroom import limits
 
+# what programs read from /etc: not shadow, not the machine's secrets
 ETC = [
     "passwd",
     "group",
@@ -30,7 +31,8 @@ ETC = [
     "localtime",
     "alternatives",
     "fonts",
-]  # what programs read from /etc: not shadow, not the machine's secrets
+]
+# prefixes of what reaches inside; nothing else does
 PASSED_ENV = (
     "PATH",
     "LANG",
@@ -48,7 +50,7 @@ PASSED_ENV = (
     "NVIDIA_",
     "MASTER_",
     "TORCHELASTIC_",
-)  # prefixes of what reaches inside; nothing else does
+)
 HIDDEN_ENV = ("ZEROBOOK_COURSE_ROOT",)  # the course directory: never inside
 
 

@@ -39,9 +39,10 @@ def kernel(connection_file: str, extra=()) -> None:
             f"zerobook.classroom.sandbox_kernel: needs ipc sockets in a zerobook-kernel-* folder of their own, got "
             f"transport {info.get('transport')!r} at {info.get('ip')!r}"
         )
+    # the clean run's launches, which the kernel replays
     replays = (
         [os.environ[run_cache.CACHE_ENV]] if os.environ.get(run_cache.CACHE_ENV) else []
-    )  # the clean run's launches
+    )
     here = os.getcwd()
     copy = os.path.join(tempfile.mkdtemp(prefix="work-", dir=sockets), "copy")
     untrusted.copy_tree(here, copy)

@@ -1,7 +1,7 @@
 """The course's own implementation of what a lab grades, kept from the student's file.
 
     withhold("zerobook.measure:unique_bytes")   # fails when the student's code calls it
-    files = forbid(("zerobook.data_parallel.ddp",))             # unimportable while the file runs
+    files = forbid(("zerobook.data_parallel.ddp",))   # unimportable while the file runs
     with student_code():                          # zerobook.labs.harness: the file runs
         ...
     borrowed(student_module, files)               # what it used anyway
@@ -140,9 +140,8 @@ def forbid(names: tuple[str, ...]) -> dict[str, str]:
     files = {n: str(Path(importlib.util.find_spec(n).origin).resolve()) for n in names}
     # and the names a moved module is also loaded under (zerobook/_moved.py: zerobook.ddp is
     # zerobook.data_parallel.ddp), each an attribute of its parent too (zb.ddp)
-    aliases = [
-        n for n, m in list(sys.modules.items()) if source_file(m) in files.values()
-    ]
+    loaded = [sys.modules[n] for n in names if n in sys.modules]
+    aliases = [n for n, m in list(sys.modules.items()) if any(m is x for x in loaded)]
     for name in dict.fromkeys([*names, *aliases]):
         sys.modules.pop(name, None)
         parent, _, child = name.rpartition(".")

@@ -22,15 +22,19 @@ from zerobook.launcher.run_processes import RUN_ID_ENV
 
 # what torchrun's --run-path runs in each forked rank
 RANK_ENTRY = str(Path(__file__).resolve().with_name("rank_entry.py"))
-# = `-m torch.distributed.run`, after the agent's preload (the fork path)
-PRELOAD_AND_RUN_TORCHRUN = (
-    "import runpy; from zerobook.launcher import agent; agent.preload(); runpy.run_module("
-    "'torch.distributed.run', run_name='__main__', alter_sys=True)"
+# = `-m torch.distributed.run`, after what the agent does first
+RUN_TORCHRUN = (
+    "runpy.run_module('torch.distributed.run', run_name='__main__', alter_sys=True)"
 )
-# = `-m torch.distributed.run`, the agent holding on to its parent (the fresh path)
+# the fork path: the agent's preload (its ranks are forks of it)
+PRELOAD_AND_RUN_TORCHRUN = (
+    "import runpy; from zerobook.launcher import agent; agent.preload(); "
+    + RUN_TORCHRUN
+)
+# the fresh path: the agent holding on to its parent
 FRESH_AGENT = (
-    "import runpy; from zerobook.launcher import lifeline; lifeline.hold_agent(); runpy.run_module("
-    "'torch.distributed.run', run_name='__main__', alter_sys=True)"
+    "import runpy; from zerobook.launcher import lifeline; lifeline.hold_agent(); "
+    + RUN_TORCHRUN
 )
 # torchrun's LaunchConfig asks torch.cuda.is_available() in the agent, before it forks the ranks.
 # torch's usual answer (cudaGetDeviceCount) marks the agent so that no rank forked from it can use

@@ -145,9 +145,8 @@ def torchrun(
         watchers = issue_tokens(report_dir, nproc, max_restarts + 1, name=".wtoken")
         environment = run_env(report_dir, run_id, debug, collective_timeout, extra)
         if sandbox is not None:
-            command = sandbox.wrap(
-                command, report_dir, environment
-            )  # its own private /tmp
+            # its own private /tmp
+            command = sandbox.wrap(command, report_dir, environment)
         else:  # what torchrun and the ranks leave in a temporary folder goes with the run
             environment["TMPDIR"] = os.path.join(report_dir, "tmp")
             os.mkdir(environment["TMPDIR"])

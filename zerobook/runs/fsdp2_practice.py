@@ -101,10 +101,11 @@ def dtensor(me) -> dict:
         for n, p in model.named_parameters()
     ]
     chunk = lambda d0: -(-d0 // me.world_size)  # noqa: E731 - torch.chunk's piece on dim 0
+    # the blocks', as for the flat buffers
     per_param_padding = sum(
         (chunk(p.shape[0]) * me.world_size - p.shape[0]) * p[0].numel()
         for p in model.blocks.parameters()
-    )  # the blocks', as for the flat buffers
+    )
     flat = [FlatParams(list(b.parameters()), me.world_size) for b in GPT(CONFIG).blocks]
     state = optimizer.state[next(iter(model.parameters()))]
     return {
