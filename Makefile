@@ -88,7 +88,7 @@ test: $(STAMP)
 	@$(PHASES) \
 	  "tests and notebooks" "$(PYTEST) tests chapters labs $(LAB0) -m 'not book and not slow'" \
 	  "book" "$(LABS_FOR_BOOK) && $(BOOK) > _build/book.log 2>&1 || (tail -n 80 _build/book.log; exit 1)" \
-	  "book tests" "$(PY) -m pytest tests -m book --numprocesses=$(WORKERS) --dist load"
+	  "book tests" "$(PY) -m pytest tests/test_book*.py -m book --numprocesses=$(WORKERS) --dist load"
 
 # The instructor's full grading round trip of every lab after Lab 0 (release, submit the
 # instructor notebook and the untouched release, autograde, feedback): CI runs it after make test.

@@ -6,7 +6,13 @@ import re
 import pytest
 
 import zerobook as zb
-from lab_helpers import lab_solution, planted, visible_test
+from lab_helpers import (
+    lab_solution,
+    planted,
+    same_replacements_graded,
+    slow_where_graded,
+    visible_test,
+)
 
 # starts ranks with torchrun (make test-quick leaves it out)
 pytestmark = pytest.mark.launch
@@ -107,7 +113,16 @@ ZERO3_MISTAKES = {  # name -> (old, new, the parts that fail, what one of them s
 }
 
 
-@pytest.mark.parametrize("mistake", sorted(ZERO3_MISTAKES))
+# mistake -> its name in the careless corpus, which grades the same replacement end to end
+GRADED = {"never_frees": "never_frees"}
+
+
+def test_zero3_what_runs_in_make_test_grading_is_graded_there():
+    olds = {name: old for name, (old, *_) in ZERO3_MISTAKES.items()}
+    same_replacements_graded("zero3", olds, GRADED)
+
+
+@pytest.mark.parametrize("mistake", slow_where_graded(ZERO3_MISTAKES, GRADED))
 def test_zero3_a_mistake_loses_only_its_parts_and_is_named(tmp_path, mistake):
     """Never freeing costs the memory parts (naming the unit), a blocking gather the two
     prefetch parts, no backward prefetch that part alone, weight decay on every piece
