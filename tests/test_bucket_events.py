@@ -1,7 +1,7 @@
-"""Reading a data-parallel step from its events (zerobook.bucket_events): each check finds the
+"""Reading a data-parallel step from its events (zerobook.labs.bucket_events): each check finds the
 mistake it is for, names it, and finds nothing in a right step. Pure Python: no ranks."""
 
-from zerobook import bucket_events as be
+from zerobook.labs import bucket_events as be
 
 NUMELS = {"a": 4, "b": 4, "c": 8, "d": 2, "e": 6}
 ORDER = ["c", "a", "b", "e", "d"]  # the order backward produced them in

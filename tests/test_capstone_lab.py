@@ -8,7 +8,7 @@ import pytest
 
 import zerobook as zb
 from conftest import ROOT
-from zerobook import capstone_checks
+from zerobook.labs import capstone_checks
 from zerobook.labs.harness import PARAMS_ENV
 
 pytestmark = [pytest.mark.launch, pytest.mark.slow]

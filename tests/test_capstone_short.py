@@ -6,7 +6,7 @@ runs in make test-grading's round trip (tests/test_grading_labs.py), which CI ru
 import pytest
 
 from test_capstone_lab import launch, planted
-from zerobook import capstone_checks
+from zerobook.labs import capstone_checks
 
 pytestmark = [pytest.mark.launch]
 

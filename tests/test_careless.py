@@ -3,7 +3,7 @@ realistic mistake, graded sandboxed (`python -m zerobook.classroom grade --jobs 
 reference, which keeps full marks in the same run. Each loses the parts whose property it
 breaks, keeps the others (a crash keeps what the steps before it showed: zerobook.labs.crash),
 and its feedback page names it in words a student can act on; none ends in a SIGSEGV
-(zerobook.freed) or in the grader's own frames.
+(zerobook.labs.freed) or in the grader's own frames.
 
 CORPUS[lab][student] = (the (old, new) replacements, the parts it loses, the words its
 feedback shows). The parts not lost keep their points. The capstone's four: a crash in the

@@ -1,10 +1,10 @@
-"""Freed storage is named before torch reads it (zerobook.freed), and a student's failure is
+"""Freed storage is named before torch reads it (zerobook.labs.freed), and a student's failure is
 told with the student's own line (zerobook.labs.crash): in one process, no ranks."""
 
 import pytest
 import torch
 
-from zerobook.freed import (
+from zerobook.labs.freed import (
     FreedGuard,
     FreedStorage,
     freed,
@@ -99,7 +99,7 @@ def test_the_lighter_guard_checks_python_calls_only_while_on_and_units_at_their_
     """FreedCalls (the capstone's): off, a freed weight passes through untouched (so the
     run's other methods are not checked); on, a copy into it is named. guard_units:
     a unit's forward, and its backward, find its weights freed and say which."""
-    from zerobook.freed import FreedCalls, guard_units
+    from zerobook.labs.freed import FreedCalls, guard_units
 
     layer, weight = freed_linear()
     names = {id(weight): "blocks.0.w", id(layer.bias): "blocks.0.b"}

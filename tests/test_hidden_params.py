@@ -41,7 +41,7 @@ def test_lab2_graded_with_another_cap_and_seed_reports_them_and_scores(
 ):
     """The reference DDP under a cap and seed the students never saw: the run reports the
     instructor's cap, other buckets, and the lab's own checks find nothing wrong."""
-    from zerobook import bucket_events
+    from zerobook.labs import bucket_events
 
     hidden = {"bucket_cap_bytes": 40960, "seed": 99}
     reports = reference_reports(tmp_path, monkeypatch, "ddp", hidden)
@@ -64,7 +64,7 @@ def test_lab4_graded_with_another_cap_limit_and_seed_scores_in_full(
 ):
     """Lab 4's reference under a cap, an in-flight limit and a seed the students never
     saw: the run reports them, and every check of the lab's tests passes on every rank."""
-    from zerobook import zero_events, zero_held
+    from zerobook.labs import zero_events, zero_held
 
     hidden = {"bucket_cap_bytes": 12 * 1024, "max_in_flight": 3, "seed": 99}
     reports = reference_reports(tmp_path, monkeypatch, "zero", hidden)
@@ -84,7 +84,7 @@ def test_lab4_graded_with_another_cap_limit_and_seed_scores_in_full(
 @pytest.mark.slow
 def test_lab5_graded_with_another_seed_scores_in_full(tmp_path, monkeypatch):
     """Lab 5's reference from a seed the students never saw: every check passes."""
-    from zerobook import zero3_events
+    from zerobook.labs import zero3_events
 
     reports = reference_reports(tmp_path, monkeypatch, "zero3", {"seed": 99})
     assert reports[0]["seed"] == 99

@@ -56,7 +56,7 @@ class BucketedDDP:
 
 def ddp_problems(run) -> dict[str, list[str]]:
     """Each graded property of the DDP lab's run -> the problems found on any rank and step."""
-    from zerobook import bucket_events as be
+    from zerobook.labs import bucket_events as be
 
     checks = {
         "once": lambda s, r: be.check_once(s, list(r["params"])),
@@ -218,7 +218,7 @@ def test_ddp_gradients_divided_before_the_all_reduce_lose_only_parity_saying_why
 ):
     """PyTorch DDP's own mean (each gradient divided by N, then summed): the buckets, the
     overlap and the waits are right and pass; parity fails, explaining the lab's contract."""
-    from zerobook import bucket_events
+    from zerobook.labs import bucket_events
 
     student = planted(
         tmp_path,

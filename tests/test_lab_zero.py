@@ -52,8 +52,8 @@ class Zero2:
 
 def zero_problems(run) -> dict[str, list[str]]:
     """Each graded part of Lab 4's run -> the problems found on any rank, optimizer, step."""
-    from zerobook import zero_events as ze
-    from zerobook import zero_held as zh
+    from zerobook.labs import zero_events as ze
+    from zerobook.labs import zero_held as zh
 
     ranks = tuple(range(len(run.ranks)))
     found = {
@@ -183,7 +183,7 @@ def test_zero_each_mistake_loses_only_its_parts_and_is_named(tmp_path, mistake):
     assert {part for part, problems in found.items() if problems} == failing, found
     if mistake == "never_retires":  # what the lab says: above one full set of gradients
         report = run.ranks[0]
-        from zerobook import zero_held
+        from zerobook.labs import zero_held
 
         step, full = (
             report["runs"]["AdamW"]["steps"][0],

@@ -47,7 +47,7 @@ def test_zero3_measures_the_reduction_errors_on_2_and_4_ranks_for_its_question(
 
 def zero3_problems(run) -> dict[str, list[str]]:
     """Each graded property of Lab 5's run -> the problems found on any rank and step."""
-    from zerobook import zero3_events as ze
+    from zerobook.labs import zero3_events as ze
 
     found = {
         "parity": [p for r in run.ranks if r["parity"] for p in ze.check_parity(r)]
@@ -338,7 +338,7 @@ def test_zero3_a_crash_is_named_with_the_students_line_never_a_segfault(
     tmp_path, mistake
 ):
     """Mistakes that end the run (several read or write freed storage, a SIGSEGV before
-    zerobook.freed): the run still reports, its failure names the step, the student's
+    zerobook.labs.freed): the run still reports, its failure names the step, the student's
     line where there is one, and what to do; what finished before still counts."""
     old, new, where, named = ZERO3_CRASHES[mistake]
     student = planted(tmp_path, "zero3", mistake, old, new)

@@ -79,6 +79,33 @@ OLD_NAMES = {
     "collectives": "chunks neighbours exchange record ring_reduce_scatter ring_all_gather ring_all_reduce parameter_server_all_reduce",
     "comm": "POINT_TO_POINT COLLECTIVES SAME_AS Event tensor_bytes CommMeter",
     "inflight": "HELD OTHERS Handle RECORDED sequence_number every_group_count InFlight",
+    "bucket_events": (
+        "SHOWN PHASES GRAD_WORDS expected_buckets arrivals expected listed described check_once check_buckets why check_overlap in_flight_problems check_waits gradient_problems parity_hint timeline"
+    ),
+    "zero_events": (
+        "RS STATE PIECE_WORDS padded in_words as_reduced expected first_problems parity_problems layout_problems master_problem state_problems state_and_layout bucket_problems overlap_problems early_problems traffic_problems timeline"
+    ),
+    "zero_held": (
+        "moment bounds limit retire_problems when_retired last_grad RETIRED retired stale_words held_problems peak"
+    ),
+    "zero_probe": (
+        "FUNCTIONS RS NUMBERED ALL_GATHER MEANS padded ordered optimizer_state state_bytes tensors_in find_optimizer identify describe rank_gradients held parse fits piece_verdicts same verdict traffic difference"
+    ),
+    "zero3_events": (
+        "GATHER REDUCE padded unit_sizes blocks listed check_parity unwaited check_groups check_kept check_peak sent expected_sent check_traffic check_forward check_backward prefetch timeline"
+    ),
+    "zero3_record": (
+        "TORCH_FORBIDDEN HELD RecordedAdamW pieces refuse_torch_fsdp torch_fsdp_used layout same owner step_events reachable kept"
+    ),
+    "capstone_checks": (
+        "first_parting curve_problems clip_problems expected_kept kept_problems target_problems resume_problems"
+    ),
+    "capstone_resume": (
+        "KILLED_RANK folder_of_this_launch committed checkpoint load_last resume"
+    ),
+    "freed": (
+        "FreedStorage freed storage_key readable rebound Names guard_units METADATA FreedGuard PASSING FreedCalls"
+    ),
 }
 
 CHECK = """

@@ -115,7 +115,7 @@ NOTEBOOK_SIDE = {
     "zerobook.launcher.zygote",
     "zerobook.launcher.rank_output",
     "zerobook.launcher.failures",
-    "zerobook.capstone_checks",
+    "zerobook.labs.capstone_checks",
     "zerobook.grading",
     "zerobook.launcher.cluster",
     "zerobook.run_cache",
@@ -169,7 +169,13 @@ def test_the_rank_side_never_imports_the_notebook_side(path):
     assert not imported(path) & NOTEBOOK_SIDE, imported(path) & NOTEBOOK_SIDE
 
 
-# zerobook/labs/'s library modules: what every harness shares (the rest are harnesses)
+# zerobook/labs/: one harness per lab, named as the lab's folder in labs/; the library modules
+# every harness shares; and each lab's record and checks (what its run keeps, what its tests read)
+HARNESSES = sorted(
+    PACKAGE / "labs" / f"{lab.name}.py"
+    for lab in (ROOT / "labs").iterdir()
+    if lab.is_dir()
+)
 LAB_LIBRARY = (
     "harness",
     "withhold",
@@ -180,11 +186,23 @@ LAB_LIBRARY = (
     "crash",
     "hints",
 )
-HARNESSES = sorted(
-    p
-    for p in (PACKAGE / "labs").glob("*.py")
-    if p.stem not in (*LAB_LIBRARY, "__init__")
+LAB_RECORDS = (
+    "bucket_events",
+    "zero_probe",
+    "zero_events",
+    "zero_held",
+    "zero3_record",
+    "zero3_events",
+    "freed",
+    "capstone_checks",
+    "capstone_resume",
 )
+
+
+def test_every_module_of_the_labs_room_is_a_harness_the_library_or_a_record():
+    kinds = {p.stem for p in HARNESSES} | set(LAB_LIBRARY) | set(LAB_RECORDS)
+    assert all(p.is_file() for p in HARNESSES), HARNESSES
+    assert {p.stem for p in (PACKAGE / "labs").glob("*.py")} - {"__init__"} == kinds
 
 
 @pytest.mark.parametrize(
@@ -193,21 +211,29 @@ HARNESSES = sorted(
     ids=lambda p: module_name(p),
 )
 def test_runs_and_lab_harnesses_do_not_import_each_other(path):
-    """What a run and a harness both need lives in a library module."""
+    """What a run and a harness both need lives in a library module; a harness reads the
+    records of the labs' room, no run does."""
     import importlib
 
     others = {
         i for i in imported(path) if i.startswith(("zerobook.runs.", "zerobook.labs."))
     }
     library = [f"zerobook.labs.{name}" for name in LAB_LIBRARY]
-    allowed = set(library) if path.parent.name == "labs" else set()
+    records = {f"zerobook.labs.{name}" for name in LAB_RECORDS}
+    allowed = set(library) | records if path.parent.name == "labs" else set()
     shared = {
         f"{module}.{n}"
         for module in library
         for n in vars(importlib.import_module(module))
         if not n.startswith("_")
     }  # what every harness shares
-    assert others <= allowed | shared
+    # a module of the room, or a name imported from one
+    outside = {
+        i
+        for i in others - shared
+        if i not in allowed and i.rpartition(".")[0] not in allowed
+    }
+    assert not outside, outside
 
 
 def test_no_graded_harness_touches_a_private_name():

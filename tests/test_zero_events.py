@@ -1,9 +1,9 @@
-"""Reading a ZeRO-2 step in FSDP2's layout from its report (zerobook.zero_events): each
+"""Reading a ZeRO-2 step in FSDP2's layout from its report (zerobook.labs.zero_events): each
 check finds the mistake it is for, names it, and finds nothing in a right step. Pure
 Python: no ranks."""
 
-from zerobook import zero_events as ze
-from zerobook import zero_held as zh
+from zerobook.labs import zero_events as ze
+from zerobook.labs import zero_held as zh
 
 # 3 ranks: padded sizes a 6, b 3, c 9 (pieces of 2, 1, 3)
 REPORT = {

@@ -45,6 +45,15 @@ MOVED = {
     "collectives": "data_parallel.collectives",
     "comm": "data_parallel.comm",
     "inflight": "data_parallel.inflight",
+    "bucket_events": "labs.bucket_events",
+    "zero_events": "labs.zero_events",
+    "zero_held": "labs.zero_held",
+    "zero_probe": "labs.zero_probe",
+    "zero3_events": "labs.zero3_events",
+    "zero3_record": "labs.zero3_record",
+    "capstone_checks": "labs.capstone_checks",
+    "capstone_resume": "labs.capstone_resume",
+    "freed": "labs.freed",
 }
 # a split module's new name -> the siblings that took some of its names
 SPLIT = {

@@ -189,12 +189,12 @@ GRADER = (
     "zerobook.launcher.agent",
     "zerobook.launcher.failures",
     "zerobook.parity",
-    "zerobook.bucket_events",
-    "zerobook.zero_events",
-    "zerobook.zero_held",
-    "zerobook.zero_probe",
-    "zerobook.zero3_events",
-    "zerobook.zero3_record",
+    "zerobook.labs.bucket_events",
+    "zerobook.labs.zero_events",
+    "zerobook.labs.zero_held",
+    "zerobook.labs.zero_probe",
+    "zerobook.labs.zero3_events",
+    "zerobook.labs.zero3_record",
     "zerobook.capstone_*",
 )
 DDP = ("torch.nn.parallel", "torch.distributed.algorithms", "torch.distributed.Reducer")

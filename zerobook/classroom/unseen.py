@@ -1,6 +1,6 @@
 """The course's own implementation of what a lab grades, hidden from a graded submission.
 
-    hidden = unseen.files("ddp")          # [.../zerobook/data_parallel/ddp.py, .../zerobook/bucket_events.py]
+    hidden = unseen.files("ddp")          # [.../zerobook/data_parallel/ddp.py, .../zerobook/labs/bucket_events.py]
     unseen.binds(hidden, stub)            # bwrap arguments that put `stub` in their place
 
 A lab's harness forbids the course modules that implement what the lab grades (zerobook.labs.

@@ -17,7 +17,7 @@ batches and learning rates), every sum in rank order (zerobook.parity). Reported
 method: each rank's loss and clipped norm per step, held-out bits per byte, the bytes of
 model state the rank keeps after a step, tokens per second; the baselines; a sample.
 Part `resume` (launched with --max-restarts 1): the student's ZeRO-3 with a checkpoint
-every EVERY steps (zerobook.capstone_resume), rank 1 killed with SIGKILL while the
+every EVERY steps (zerobook.labs.capstone_resume), rank 1 killed with SIGKILL while the
 checkpoint of step KILL_AT is written; torchrun starts every rank again, they load the
 last committed checkpoint and train to PREFIX.
 """
@@ -28,10 +28,11 @@ import types
 import torch
 
 import zerobook as zb
-from zerobook import capstone_resume, capstone_train, measure, text, zero3_record
+from zerobook import capstone_train, measure, text
+from zerobook.labs import capstone_resume, zero3_record
 from zerobook.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
 from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, train
-from zerobook.freed import FreedCalls, guard_units
+from zerobook.labs.freed import FreedCalls, guard_units
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps, describe
 from zerobook.labs.harness import (
@@ -49,11 +50,13 @@ from zerobook.labs.withhold import TORCH_DDP
 from zerobook.measure import unique_bytes
 from zerobook.models import GPT
 from zerobook.parity import norm_bound, ordered_sums
-from zerobook.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
-from zerobook.zero3_record import torch_fsdp_used
+from zerobook.labs.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
+from zerobook.labs.zero3_record import torch_fsdp_used
 
 PARTS = ["train", "resume"]
-GUARD: list = [None]  # zerobook.freed.FreedCalls, once the student's ZeRO-3 is built
+GUARD: list = [
+    None
+]  # zerobook.labs.freed.FreedCalls, once the student's ZeRO-3 is built
 # an instructor's own (zerobook.labs.harness.lab_params); and shorter runs for tests
 HIDDEN = lab_params(seed=0, steps=600, prefix=100, every=25, kill_at=50)
 SEED, STEPS, PREFIX = HIDDEN["seed"], HIDDEN["steps"], HIDDEN["prefix"]
@@ -61,11 +64,15 @@ EVERY, KILL_AT, BUCKET_CAP_BYTES = HIDDEN["every"], HIDDEN["kill_at"], 64 * 1024
 if not 0 < EVERY < KILL_AT < PREFIX <= STEPS or KILL_AT % EVERY:
     raise ValueError(f"capstone: 0 < every < kill_at < prefix <= steps, kill_at a "
                      f"multiple of every: {HIDDEN}")  # fmt: skip
-FORBIDDEN = ("zerobook.zero", "zerobook.data_parallel.ddp", "zerobook.zero3_events")
+FORBIDDEN = (
+    "zerobook.zero",
+    "zerobook.data_parallel.ddp",
+    "zerobook.labs.zero3_events",
+)
 UNSEEN = (
     "zerobook.zero",
     "zerobook.data_parallel.ddp",
-    "zerobook.zero3_events",
+    "zerobook.labs.zero3_events",
 )  # hidden while graded
 # what the run's record is made with: the student's code may not replace any of it
 GUARDED = {

@@ -14,7 +14,7 @@ reports per step the events in order (each gradient's arrival, each all-reduce a
 finish()), the gradients each all-reduce held (matched against copies made as they
 arrived) and what each param.grad held after finish(); and the weights after the
 broadcast and after the last step, against one process that sums the same per-rank
-gradients in rank order. Every graded test reads this one run (zerobook.bucket_events),
+gradients in rank order. Every graded test reads this one run (zerobook.labs.bucket_events),
 launched on 3 ranks: with 2, a sum has one order only, and equality would prove little.
 """
 
@@ -46,9 +46,9 @@ BUCKET_CAP_BYTES, STEPS, SEED = (
 )
 BATCH, LR = 2, 1e-3
 # the course's DDP, and the grader's record of buckets
-FORBIDDEN = ("zerobook.data_parallel.ddp", "zerobook.bucket_events")
+FORBIDDEN = ("zerobook.data_parallel.ddp", "zerobook.labs.bucket_events")
 # hidden from a graded submission (a literal: zerobook.classroom.unseen reads it, never runs it)
-UNSEEN = ("zerobook.data_parallel.ddp", "zerobook.bucket_events")
+UNSEEN = ("zerobook.data_parallel.ddp", "zerobook.labs.bucket_events")
 
 
 class Arrivals:

@@ -102,10 +102,10 @@ def load_student(path: str, withheld=()):
 
 
 def push_mode(mode) -> None:
-    """Push the harness's own torch function mode (zerobook.freed.FreedCalls, nothing
+    """Push the harness's own torch function mode (zerobook.labs.freed.FreedCalls, nothing
     else) for the rest of the run: from now on the grader measures with it on the stack
     (zerobook.labs.untouched counts the modes against the snapshot load_student took)."""
-    from zerobook.freed import FreedCalls
+    from zerobook.labs.freed import FreedCalls
 
     if type(mode) is not FreedCalls:
         raise TypeError(f"not the harness's own mode: {type(mode).__name__}")

@@ -93,7 +93,7 @@ def zero3(world_size: int):
     """Lab 5's hint(exc, step, where): weights freed before backward read them, else common."""
 
     def hint(exc: Exception, step, where) -> str:
-        from zerobook.freed import FreedStorage
+        from zerobook.labs.freed import FreedStorage
 
         if isinstance(exc, FreedStorage) and ", backward" in str(exc):
             return (

@@ -14,10 +14,10 @@ step fails: the steps before it are still reported, zerobook.labs.crash), every
 sum in rank order (zerobook.parity), every reduce-scatter and all-gather in flight
 until waited on (zerobook.data_parallel.inflight), every collective metered (zerobook.data_parallel.comm). It
 reports the master pieces (whose piece each is), the optimizer's bytes, per step the
-events in order, the gradients each reduce-scatter's input held (zerobook.zero_probe),
+events in order, the gradients each reduce-scatter's input held (zerobook.labs.zero_probe),
 the gradient bytes held at every hook (the pieces' .grad included), what each piece's .grad held after
 finish(), the step's traffic; and the weights against one process that sums the same
-per-rank gradients in rank order. The graded tests read it (zerobook.zero_events, zero_held).
+per-rank gradients in rank order. The graded tests read it (zerobook.labs.zero_events, zero_held).
 """
 
 from functools import partial
@@ -27,7 +27,7 @@ from torch.autograd import grad
 
 import zerobook as zb
 from zerobook import measure
-from zerobook import zero_probe as probe
+from zerobook.labs import zero_probe as probe
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.data_parallel.inflight import Handle, InFlight
 from zerobook.labs import hints
@@ -42,7 +42,7 @@ from zerobook.training import rank_batch
 PARTS = ["train"]
 # Lab 2's GPT: 39 parameters (the embedding tied to the output layer), 41,376 elements,
 # 41,418 once each is padded to a multiple of 3; 8 KiB buckets: 10 of them, at most 2
-# in flight, so a rank never holds one full set of gradients (zerobook.zero_held.peak)
+# in flight, so a rank never holds one full set of gradients (zerobook.labs.zero_held.peak)
 CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
 # an instructor's own (zerobook.labs.harness.lab_params)
 HIDDEN = lab_params(bucket_cap_bytes=8 * 1024, max_in_flight=2, seed=1234)
@@ -54,10 +54,10 @@ OPTIMIZERS = {  # any element-wise torch.optim optimizer: two of them, in one la
 }
 FORBIDDEN = (
     "zerobook.zero",  # the course's ZeRO, and its checks
-    "zerobook.zero_events",
-    "zerobook.zero_held",
-    "zerobook.zero_probe",
-    "zerobook.bucket_events",
+    "zerobook.labs.zero_events",
+    "zerobook.labs.zero_held",
+    "zerobook.labs.zero_probe",
+    "zerobook.labs.bucket_events",
     "torch.distributed.fsdp",
     "torch.distributed.optim",
     "torch.distributed.tensor",
@@ -65,9 +65,9 @@ FORBIDDEN = (
 # hidden from a graded submission (zerobook.classroom.unseen): not the harness's own zero_probe
 UNSEEN = (
     "zerobook.zero",
-    "zerobook.zero_events",
-    "zerobook.zero_held",
-    "zerobook.bucket_events",
+    "zerobook.labs.zero_events",
+    "zerobook.labs.zero_held",
+    "zerobook.labs.bucket_events",
 )
 
 
@@ -138,7 +138,7 @@ def model_from(seed: int, me: zb.Rank) -> torch.nn.Module:
 
 def build(student, model, name: str, arrivals: Arrivals, me: zb.Rank):
     """The student's Zero2 over `model` with optimizer `name`; its optimizer; the master
-    pieces, each named by the piece of a parameter it is (zerobook.zero_probe.identify)."""
+    pieces, each named by the piece of a parameter it is (zerobook.labs.zero_probe.identify)."""
     optimizer_class, options = OPTIMIZERS[name]
     make = {
         "Zero2": partial(student.Zero2, **options)

@@ -17,7 +17,7 @@ Each all-gather and reduce-scatter is told apart by its input: the unit whose pi
 gradients) it holds. Reported per step: the events, the peak, what the student's object
 keeps after step(); and the weights each forward used against one process that sums the
 same per-rank gradients in rank order. Every graded test reads this one run
-(zerobook.zero3_events), launched on 3 ranks: a sum has an order, pieces need padding.
+(zerobook.labs.zero3_events), launched on 3 ranks: a sum has an order, pieces need padding.
 """
 
 import functools
@@ -26,8 +26,8 @@ import types
 import torch
 
 import zerobook as zb
-from zerobook import zero3_record
-from zerobook.freed import FreedGuard, rebound, storage_key
+from zerobook.labs import zero3_record
+from zerobook.labs.freed import FreedGuard, rebound, storage_key
 from zerobook.data_parallel.inflight import Handle, InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
@@ -37,7 +37,7 @@ from zerobook.labs.student_state import roots
 from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.parity import ordered_sums, rank_order_sum
 from zerobook.training import rank_batch
-from zerobook.zero3_record import (
+from zerobook.labs.zero3_record import (
     RecordedAdamW,
     kept,
     layout,
@@ -54,10 +54,14 @@ SEED = lab_params(seed=1234)["seed"]  # an instructor may grade with another
 OPTIONS = {"lr": 1e-3, "weight_decay": 0.1}
 # the course's ZeRO-3; the grader's checks and its record, which the student's file may
 # neither import nor patch
-FORBIDDEN = ("zerobook.zero", "zerobook.zero3_events", "zerobook.zero3_record")
+FORBIDDEN = (
+    "zerobook.zero",
+    "zerobook.labs.zero3_events",
+    "zerobook.labs.zero3_record",
+)
 UNSEEN = (
     "zerobook.zero",
-    "zerobook.zero3_events",
+    "zerobook.labs.zero3_events",
 )  # hidden while graded (not the record)
 RECORD = ("pieces", "layout", "same", "owner", "step_events", "reachable", "kept")
 

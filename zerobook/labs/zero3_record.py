@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from zerobook import measure
-from zerobook.freed import FreedStorage, freed
+from zerobook.labs.freed import FreedStorage, freed
 
 # PyTorch's FSDP and DTensor: torch itself imports them (AdamW imports torch._dynamo),
 # so only the student's file is refused them, and the run checks the model for them

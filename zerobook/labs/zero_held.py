@@ -3,13 +3,13 @@ every hook under the bound (the pieces' gradients, the reduce-scatters in flight
 open bucket), never more than max_in_flight reduce-scatters in flight (launching one
 more first retires the oldest: its wait, its mean into the pieces' .grad, its buffers
 freed), so the peak stays under one full set of gradients. Lab 4's memory part; the
-report's fields are zerobook.zero_events'.
+report's fields are zerobook.labs.zero_events'.
 """
 
 from __future__ import annotations
 
-from zerobook import bucket_events as be
-from zerobook.zero_events import RS, expected, padded
+from zerobook.labs import bucket_events as be
+from zerobook.labs.zero_events import RS, expected, padded
 
 
 def moment(events: list, at: int) -> str:

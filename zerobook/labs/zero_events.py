@@ -1,7 +1,7 @@
 """A ZeRO-2 step in FSDP2's layout read from its events: whose pieces the optimizer
 holds, the gradient bytes held at each hook, the reduce-scatters' buckets and overlap,
 the traffic (pure Python, no torch). Lab 4's checks; the rules a bucketed reduction
-shares with DDP's are zerobook.bucket_events', said of reduce-scatters.
+shares with DDP's are zerobook.labs.bucket_events', said of reduce-scatters.
 
 A rank's report (zerobook.labs.zero): "params" (name -> numel), "dims", "world_size",
 "bucket_cap_bytes", "element_size", and per optimizer in "runs": "masters" (each
@@ -15,14 +15,14 @@ input the student's object still held), "pieces" ({"grads": name -> what its pie
 .grad held after finish()}), "traffic" (op -> {"calls", "elements"}) and
 "optimizer_bytes"; "max_in_flight": how many reduce-scatters may be in flight at once.
 Each check returns its problems, naming the parameter or bucket; the gradient bytes
-held are zerobook.zero_held's.
+held are zerobook.labs.zero_held's.
 """
 
 from __future__ import annotations
 
 import textwrap
 
-from zerobook import bucket_events as be
+from zerobook.labs import bucket_events as be
 
 RS = "reduce_scatter_tensor"
 # bytes of state per element, and per parameter (a step counter), of the optimizers
