@@ -338,7 +338,7 @@ def matmuls(gpus: int) -> dict:
 def compute_model(gpus: int) -> dict:
     """The course GPT's forward + backward, measured (zerobook.runs.calibrate on one rank) against
     3 x its forward FLOPs (perfmodel's count) at the measured fp32 matrix-multiply rate."""
-    from zerobook.models import GPTConfig
+    from zerobook.train.models import GPTConfig
     from zerobook.perfmodel.models import course_gpt
 
     sizes = [(256, 4, 4), (1024, 8, 16)] if gpus else [(64, 2, 2)]

@@ -19,7 +19,7 @@ import time
 from common import emit, table_head
 
 import zerobook as zb
-from zerobook.models import GPTConfig
+from zerobook.train.models import GPTConfig
 from zerobook.perfmodel.machine import RUNS, predict_runs
 from zerobook.perfmodel.models import course_gpt
 

@@ -1,5 +1,5 @@
 """Parity that holds on any machine: every comparison of the course's trainings asserts the same
-bits (zerobook.parity), so it cannot drift with the CPU. Proved here on more than this CPU's
+bits (zerobook.train.parity), so it cannot drift with the CPU. Proved here on more than this CPU's
 arithmetic: the parity checks run again with the settings that change which kernels torch's CPU
 backend and MKL use — as a different CPU would — and must still end with DDP's bits."""
 

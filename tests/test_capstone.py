@@ -5,8 +5,8 @@ import itertools
 
 import pytest
 
-from zerobook.models import GPT, GPTConfig
-from zerobook.capstone_train import learning_rate
+from zerobook.train.models import GPT, GPTConfig
+from zerobook.train.capstone_train import learning_rate
 from zerobook.runs.capstone import optimizer_for
 
 

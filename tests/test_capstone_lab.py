@@ -98,7 +98,7 @@ def test_a_capstone_that_patches_the_held_out_loss_scores_nothing(
         tmp_path,
         monkeypatch,
         "import torch\n",
-        "import torch\nimport zerobook.capstone_train as _ct\n\n"
+        "import torch\nimport zerobook.train.capstone_train as _ct\n\n"
         "_ct.held_out_bits = lambda *args: 0.0\n",
     )
     with pytest.raises(

@@ -6,7 +6,7 @@ import torch
 import torch.distributed as dist
 
 from zerobook.data_parallel.ddp import average_gradients
-from zerobook.models import GPT, GPTConfig, next_token_loss
+from zerobook.train.models import GPT, GPTConfig, next_token_loss
 
 
 @pytest.fixture(scope="module")

@@ -391,7 +391,7 @@ def graded_withheld(tmp_path_factory):
     [
         (
             "memory",
-            "count_state_bytes() called zerobook.measure.unique_bytes",
+            "count_state_bytes() called zerobook.train.measure.unique_bytes",
             "__closure__",
         ),
         ("ring_allreduce", "is hidden while this lab is graded", "exec"),

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 from zerobook import gpu_record
-from zerobook.models import GPT, GPTConfig
+from zerobook.train.models import GPT, GPTConfig
 
 
 @pytest.mark.launch

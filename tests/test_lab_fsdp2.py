@@ -24,8 +24,9 @@ def test_fsdp2_checkpoint_taken_from_its_guards_closure_fails_the_part(tmp_path)
     )
     with pytest.raises(zb.LaunchError) as caught:
         zb.grading.run_part("fsdp2", str(student), "checkpoint", nproc=2, echo=False)
-    assert "save() called zerobook.sharded_checkpoint.save, the course's own" in str(
-        caught.value
+    assert (
+        "save() called zerobook.train.sharded_checkpoint.save, the course's own"
+        in str(caught.value)
     )
 
 

@@ -22,21 +22,21 @@ BORROWED = {
     ),
     "fsdp2": (
         "checkpoint",
-        "from zerobook.sharded_checkpoint import save\n",
-        "your save is zerobook.sharded_checkpoint.save, the course's own code",
+        "from zerobook.train.sharded_checkpoint import save\n",
+        "your save is zerobook.train.sharded_checkpoint.save, the course's own code",
     ),
     "memory": (
         "fp32",
         "from zerobook import measure\n\n\ndef count_state_bytes(params, grads, states):\n"
         "    seen = set()\n    return {name: measure.unique_bytes(tensors, seen) for name, "
         "tensors in (('params', params), ('grads', grads), ('optimizer', states))}\n",
-        "zerobook.measure.unique_bytes is the course's own implementation",
+        "zerobook.train.measure.unique_bytes is the course's own implementation",
     ),
 }
 
 
 CAUGHT_COUNT = """
-from zerobook import measure
+from zerobook.train import measure
 
 
 def count_state_bytes(params, grads, states):
@@ -87,7 +87,7 @@ def test_a_withheld_function_called_anyway_fails_the_part(tmp_path, how):
         )
     name = "model_state_bytes" if how == "refusal caught" else "unique_bytes"
     assert (
-        f"count_state_bytes() called zerobook.measure.{name}, the course's own"
+        f"count_state_bytes() called zerobook.train.measure.{name}, the course's own"
         in str(caught.value)
     )
 

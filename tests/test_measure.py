@@ -1,11 +1,11 @@
-"""zerobook.measure: bytes counted from real tensors (each storage once), saved activations."""
+"""zerobook.train.measure: bytes counted from real tensors (each storage once), saved activations."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from zerobook import measure
-from zerobook.models import GPT, GPTConfig
+from zerobook.train import measure
+from zerobook.train.models import GPT, GPTConfig
 
 
 def test_unique_bytes_counts_a_storage_once():

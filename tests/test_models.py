@@ -1,8 +1,8 @@
-"""zerobook.models: the course's small GPT, counted exactly."""
+"""zerobook.train.models: the course's small GPT, counted exactly."""
 
-from zerobook import measure
+from zerobook.train import measure
 from zerobook.accounting import activations
-from zerobook.models import GPT, GPTConfig
+from zerobook.train.models import GPT, GPTConfig
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
 

@@ -106,6 +106,16 @@ OLD_NAMES = {
     "freed": (
         "FreedStorage freed storage_key readable rebound Names guard_units METADATA FreedGuard PASSING FreedCalls"
     ),
+    "models": "GPTConfig SelfAttention Block sinusoidal_positions GPT next_token_loss random_batch",
+    "text": "LEFT_OUT_DIRS ONE_PLATFORM HELD_OUT_BELOW stdlib_files held_out load batch ngram_bits_per_byte",
+    "training": "rank_batch flat_weights train_step timed_steps",
+    "training_methods": "LR BUCKET_NUMEL Method zero_redundancy zero3 METHODS groups_of clip",
+    "precision": "MixedPrecisionAdamW param_groups zero_grads",
+    "measure": "storage_key plain attributes unique_bytes view_key num_params StateBytes optimizer_tensors model_state_bytes cuda_memory SavedTensors saved_activations activation_bytes LiveBytes adamw_elements_per_second",
+    "parity": "REDUCTIONS Done rank_order_sum ordered_all_reduce ordered_reduce_scatter ordered_sums ordered_comm_hook unit_roundoff gamma norm_bound",
+    "recompute": "Checkpointed checkpoint_blocks recompute_attention_scores",
+    "sharded_checkpoint": "latest save load sha256 state_digests",
+    "capstone_train": "LN2 CONFIG GLOBAL_BATCH LR WARMUP CLIP OPTIONS EVAL_BATCHES learning_rate optimizer_groups next_byte_loss rank_rows clip_in_piece_order held_out_bits sample train",
 }
 
 CHECK = """

@@ -3,7 +3,7 @@ gradients as the resident model, one or two units present at a time, the fetches
 
 import torch
 
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.zero.offload import offload_units
 
 CONFIG = GPTConfig(vocab=64, hidden=32, layers=3, heads=2, seq_len=16)

@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from zerobook import measure
+from zerobook.train import measure
 from zerobook.accounting.hardware import A100_NODE, H100_NODE
-from zerobook.models import GPT, GPTConfig
+from zerobook.train.models import GPT, GPTConfig
 from zerobook.perfmodel import GPT3_175B, LLAMA3_8B, LLAMA3_70B, predict_step
 from zerobook.perfmodel.models import course_gpt
 from zerobook.perfmodel import collective_seconds, critical_tokens_per_gpu, nccl_choice

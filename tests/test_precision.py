@@ -1,11 +1,11 @@
-"""zerobook.precision: AdamW holds 16 bytes per parameter in fp32 and in mixed precision (2 + 2 +
+"""zerobook.train.precision: AdamW holds 16 bytes per parameter in fp32 and in mixed precision (2 + 2 +
 12), counted on the real tensors, and the mixed-precision step is AdamW's on the master weights."""
 
 import torch
 
-from zerobook import measure
-from zerobook.models import GPT, GPTConfig, random_batch
-from zerobook.precision import MixedPrecisionAdamW
+from zerobook.train import measure
+from zerobook.train.models import GPT, GPTConfig, random_batch
+from zerobook.train.precision import MixedPrecisionAdamW
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
 STEP_COUNTER_BYTES = 4  # AdamW's step: one float32 scalar per parameter tensor

@@ -6,7 +6,7 @@ the Chrome trace our phases — are asserted by the prefetch chapter's cells on 
 import pytest
 
 import zerobook as zb
-from zerobook.models import GPT
+from zerobook.train.models import GPT
 from zerobook.runs.fsdp2_side_by_side import model_config
 
 pytestmark = (

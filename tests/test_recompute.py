@@ -4,10 +4,10 @@ FSDP2) are asserted by the cells of chapters/activation_checkpointing.ipynb, whi
 
 import torch
 
-from zerobook import measure
+from zerobook.train import measure
 from zerobook.accounting import activations
-from zerobook.recompute import checkpoint_blocks, recompute_attention_scores
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.train.recompute import checkpoint_blocks, recompute_attention_scores
+from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.zero.stage3 import in_backward
 
 CONFIG = GPTConfig(vocab=64, hidden=32, layers=3, heads=4, seq_len=16)

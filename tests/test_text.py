@@ -1,4 +1,4 @@
-"""The capstone's text (zerobook.text): the standard library's files by a fixed rule, a split by
+"""The capstone's text (zerobook.train.text): the standard library's files by a fixed rule, a split by
 a hash of each path, a deterministic sampler, and the n-gram baselines. Another Python ships
 other files, so these tests assert relations, not sizes."""
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from zerobook import text
+from zerobook.train import text
 
 
 @pytest.fixture(scope="module")

@@ -95,7 +95,7 @@ try:
 except ImportError as exc:
     print("by path refused")
 print(sorted(p.name for p in (root / "zero").iterdir()))
-print((root / "labs" / "zero3_record.py").exists(), (root / "models.py").read_text()[:3])
+print((root / "labs" / "zero3_record.py").exists(), (root / "train" / "models.py").read_text()[:3])
 """
     argv = sandbox.command(
         [sys.executable, "-c", probe],

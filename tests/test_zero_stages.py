@@ -7,7 +7,7 @@ import torch
 
 import zerobook as zb
 from zerobook.accounting import memory
-from zerobook import parity as parity_lib
+from zerobook.train import parity as parity_lib
 from zerobook.zero.flat import FlatParams
 
 pytestmark = (

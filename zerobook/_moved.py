@@ -54,6 +54,16 @@ MOVED = {
     "capstone_checks": "labs.capstone_checks",
     "capstone_resume": "labs.capstone_resume",
     "freed": "labs.freed",
+    "models": "train.models",
+    "text": "train.text",
+    "training": "train.training",
+    "training_methods": "train.training_methods",
+    "precision": "train.precision",
+    "measure": "train.measure",
+    "parity": "train.parity",
+    "recompute": "train.recompute",
+    "sharded_checkpoint": "train.sharded_checkpoint",
+    "capstone_train": "train.capstone_train",
 }
 # a split module's new name -> the siblings that took some of its names
 SPLIT = {

@@ -18,9 +18,9 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.profiler import ProfilerActivity, profile
 
-from zerobook import measure
+from zerobook.train import measure
 from zerobook.data_parallel.comm import CommMeter
-from zerobook.models import next_token_loss
+from zerobook.train.models import next_token_loss
 from zerobook.zero import Zero3
 
 

@@ -94,7 +94,7 @@ def capstone_prediction(run: dict) -> float:
     """Tokens/s the performance model predicts for the capstone's GPU run `run` (its config)
     on one GPU of the H100 preset: DDP, world size 1 (zerobook.perfmodel.predict_step)."""
     from zerobook.accounting.hardware import H100_NODE
-    from zerobook.models import GPTConfig
+    from zerobook.train.models import GPTConfig
     from zerobook.perfmodel import predict_step
     from zerobook.perfmodel.models import course_gpt
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import zerobook
 
 _theirs = {"__name__": "mine"}
-_text = (Path(zerobook.__file__).parent / "measure.py").read_text()
+_text = (Path(zerobook.__file__).parent / "train" / "measure.py").read_text()
 code.InteractiveInterpreter(_theirs).runsource("\n\n\n" + _text, "mine", "exec")
 
 

@@ -10,7 +10,7 @@ import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.data_parallel.inflight import InFlight
-from zerobook.parity import ordered_sums
+from zerobook.train.parity import ordered_sums
 
 me = zb.setup()
 n = me.world_size

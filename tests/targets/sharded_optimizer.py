@@ -18,9 +18,9 @@ import torch
 
 import zerobook as zb
 from zerobook.data_parallel.ddp import average_gradients
-from zerobook.models import GPT, GPTConfig, next_token_loss
-from zerobook.parity import ordered_sums
-from zerobook.training import flat_weights, rank_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss
+from zerobook.train.parity import ordered_sums
+from zerobook.train.training import flat_weights, rank_batch
 from zerobook.zero import ShardedOptimizer
 
 CONFIG = GPTConfig(vocab=64, hidden=32, layers=2, heads=4, seq_len=16)

@@ -14,10 +14,10 @@ from torch import nn
 
 import zerobook as zb
 from zerobook.data_parallel.ddp import average_gradients
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
-from zerobook.parity import ordered_sums
-from zerobook.precision import MixedPrecisionAdamW
-from zerobook.training import flat_weights, rank_batch
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.train.parity import ordered_sums
+from zerobook.train.precision import MixedPrecisionAdamW
+from zerobook.train.training import flat_weights, rank_batch
 from zerobook.zero import Zero3
 
 CONFIG = GPTConfig(vocab=64, hidden=32, layers=2, heads=4, seq_len=16)

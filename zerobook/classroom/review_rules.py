@@ -188,7 +188,7 @@ GRADER = (
     "zerobook.launcher.zygote*",
     "zerobook.launcher.agent",
     "zerobook.launcher.failures",
-    "zerobook.parity",
+    "zerobook.train.parity",
     "zerobook.labs.bucket_events",
     "zerobook.labs.zero_events",
     "zerobook.labs.zero_held",
@@ -214,12 +214,12 @@ COLLECTIVES = tuple(
 # forbids them; the review compares the student's functions with theirs)
 COURSE = {
     "setup_check": (),
-    "memory": ("zerobook.measure", "zerobook.accounting.memory"),
+    "memory": ("zerobook.train.measure", "zerobook.accounting.memory"),
     "ddp": ("zerobook.data_parallel.ddp",),
     "ring_allreduce": ("zerobook.data_parallel.collectives",),
     "zero": ("zerobook.zero",),
     "zero3": ("zerobook.zero",),
-    "fsdp2": ("zerobook.fsdp2", "zerobook.sharded_checkpoint"),
+    "fsdp2": ("zerobook.fsdp2", "zerobook.train.sharded_checkpoint"),
     "capstone": ("zerobook.data_parallel.ddp", "zerobook.zero"),
 }
 # why PyTorch's implementations matter, by what they implement

@@ -7,7 +7,7 @@ the course's own code through public hook points only, and reports what it measu
 notebook's tests grade those reports.
 
     setup_check      Lab 0: one part of the student's rank script on every rank
-    memory           Lab 1: the student's byte counter against zerobook.measure
+    memory           Lab 1: the student's byte counter against zerobook.train.measure
     ddp              Lab 2: the student's bucketed DDP, its events recorded
       bucket_events    the buckets a step should send, read from its events (the tests' checks)
     ring_allreduce   Lab 3: the student's ring against dist.all_reduce, its bytes counted
@@ -30,7 +30,7 @@ before it failed), hints (what an error most likely means), means, student_state
 weights_used.
 
 The experiments that chapters and benchmarks launch live in `zerobook.runs`; what both need
-lives in library modules (`zerobook.training`, `zerobook.fsdp2`, `zerobook.sharded_checkpoint`).
+lives in library modules (`zerobook.train.training`, `zerobook.fsdp2`, `zerobook.train.sharded_checkpoint`).
 Old names still work (zerobook/_moved.py): zerobook.zero3_events, zerobook.freed, ... are these
 modules.
 """

@@ -1,5 +1,5 @@
 """Capstone harness: the student's own DDP and ZeRO-3 train the course's GPT on real text
-(the standard library's source, zerobook.text) beside PyTorch's FSDP2.
+(the standard library's source, zerobook.train.text) beside PyTorch's FSDP2.
 
     python -m torch.distributed.run --standalone --nproc-per-node 3 \
         -m zerobook.labs.capstone --student capstone_student.py --part train
@@ -11,9 +11,9 @@ The student's file holds what they built in Labs 2 and 5, and three functions mo
     clip_sharded(zero3, max_norm) -> float                   clipping by the global norm
     save_shard(zero3, path), load_shard(zero3, path)         this rank's checkpoint shard
 Part `train`: from one seed, PyTorch's FSDP2 (its own clip_grad_norm_) and the student's
-DDP (clipped in piece order, zerobook.capstone_train) train PREFIX steps; the student's
+DDP (clipped in piece order, zerobook.train.capstone_train) train PREFIX steps; the student's
 ZeRO-3 trains STEPS, all on one schedule (the first PREFIX steps of every run the same
-batches and learning rates), every sum in rank order (zerobook.parity). Reported per
+batches and learning rates), every sum in rank order (zerobook.train.parity). Reported per
 method: each rank's loss and clipped norm per step, held-out bits per byte, the bytes of
 model state the rank keeps after a step, tokens per second; the baselines; a sample.
 Part `resume` (launched with --max-restarts 1): the student's ZeRO-3 with a checkpoint
@@ -28,10 +28,10 @@ import types
 import torch
 
 import zerobook as zb
-from zerobook import capstone_train, measure, text
+from zerobook.train import capstone_train, measure, text
 from zerobook.labs import capstone_resume, zero3_record
-from zerobook.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
-from zerobook.capstone_train import held_out_bits, optimizer_groups, sample, train
+from zerobook.train.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
+from zerobook.train.capstone_train import held_out_bits, optimizer_groups, sample, train
 from zerobook.labs.freed import FreedCalls, guard_units
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps, describe
@@ -47,9 +47,9 @@ from zerobook.labs.means import verdicts
 from zerobook.labs.student_state import roots
 from zerobook.labs.weights_used import weights_used
 from zerobook.labs.withhold import TORCH_DDP
-from zerobook.measure import unique_bytes
-from zerobook.models import GPT
-from zerobook.parity import norm_bound, ordered_sums
+from zerobook.train.measure import unique_bytes
+from zerobook.train.models import GPT
+from zerobook.train.parity import norm_bound, ordered_sums
 from zerobook.labs.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
 from zerobook.labs.zero3_record import torch_fsdp_used
 
@@ -263,7 +263,7 @@ def train_part(student, me, data, held_out, student_file: str) -> dict:
         torch_fsdp_used(ddp.model) if steps.going else []
     )
     numel = sum(p.numel() for p in zero3.model.parameters())
-    # two orders of one norm's sum: at most this far apart, relatively (zerobook.parity)
+    # two orders of one norm's sum: at most this far apart, relatively (zerobook.train.parity)
     return {"runs": runs, "sample": generated, "fsdp_used": used, "failed": steps.failed,
             "norm_bound": norm_bound(numel)}  # fmt: skip
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from zerobook.capstone_train import train
+from zerobook.train.capstone_train import train
 from zerobook.labs.harness import call_student
 
 KILLED_RANK = 1

@@ -9,7 +9,7 @@ The student's file defines a class
 The one part, `train`, gives each rank a GPT from a seed of its own, wraps it and trains
 STEPS AdamW steps (until one fails: what the steps before showed is still reported, with
 the failure, zerobook.labs.crash) on the rank's slice of each batch, every sum in rank order
-(zerobook.parity), every all-reduce in flight until waited on (zerobook.data_parallel.inflight). It
+(zerobook.train.parity), every all-reduce in flight until waited on (zerobook.data_parallel.inflight). It
 reports per step the events in order (each gradient's arrival, each all-reduce and wait,
 finish()), the gradients each all-reduce held (matched against copies made as they
 arrived) and what each param.grad held after finish(); and the weights after the
@@ -28,9 +28,9 @@ from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.means import MEANS, verdicts
 from zerobook.labs.withhold import TORCH_DDP
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
-from zerobook.parity import ordered_sums
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.train.parity import ordered_sums
+from zerobook.train.training import rank_batch
 
 PARTS = ["train"]
 # 3 blocks: 39 gradients, 41,376 elements, which backward does not produce in the

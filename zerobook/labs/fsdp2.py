@@ -32,17 +32,17 @@ from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import full_weights, kept_bytes, local, mesh_of
 from zerobook.labs import crash, hints
 from zerobook.labs.harness import call_student, import_again, load_student, parse_args
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
-from zerobook.parity import ordered_sums
-from zerobook.sharded_checkpoint import state_digests
-from zerobook.training import rank_batch, train_step
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.train.parity import ordered_sums
+from zerobook.train.sharded_checkpoint import state_digests
+from zerobook.train.training import rank_batch, train_step
 from zerobook.zero import Zero3AdamW
 
 PARTS = ["parity", "memory", "traffic", "precision", "prefetch", "checkpoint"]
 WITHHELD = [
     "zerobook.fsdp2:shard_blocks",
-    "zerobook.sharded_checkpoint:save",
-    "zerobook.sharded_checkpoint:load",
+    "zerobook.train.sharded_checkpoint:save",
+    "zerobook.train.sharded_checkpoint:load",
 ]
 REDUCE_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)

@@ -8,7 +8,7 @@ the DDP lab's verdicts, and the capstone's check that its DDP really averages.
 
 Every rank's gradients are all-gathered with the harness's own collective (taken before any
 recorder or the student's file could replace it) and summed in rank order, as the runs sum
-(zerobook.parity.ordered_sums): a mean is recognised bit for bit, either way it is taken,
+(zerobook.train.parity.ordered_sums): a mean is recognised bit for bit, either way it is taken,
 and so is the mean PyTorch's DDP takes by default ("divided_mean": each rank's gradient
 divided by N before the all-reduce sums them, the same mean in other bits).
 """

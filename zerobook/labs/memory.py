@@ -1,10 +1,10 @@
-"""Lab 1 harness: the student's byte counter against zerobook.measure, on every rank.
+"""Lab 1 harness: the student's byte counter against zerobook.train.measure, on every rank.
 
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.labs.memory --student memory_student.py --part mixed
 
 Each rank trains the course's GPT one step under DDP with a precision recipe, then hands the
 student's `count_state_bytes(params, grads, optimizer_states)` the live tensors and reports its
-answer next to zerobook.measure's. Parts: `fp32` (torch.optim.AdamW), `mixed` (bf16 weights and
+answer next to zerobook.train.measure's. Parts: `fp32` (torch.optim.AdamW), `mixed` (bf16 weights and
 grads, MixedPrecisionAdamW), `flat` (weights that are views into one padded flat buffer, as the
 ZeRO chapters will keep them).
 """
@@ -13,13 +13,16 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 import zerobook as zb
-from zerobook import measure
+from zerobook.train import measure
 from zerobook.labs.harness import call_student, load_student, parse_args
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
-from zerobook.precision import MixedPrecisionAdamW
+from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.train.precision import MixedPrecisionAdamW
 
 PARTS = ["fp32", "mixed", "flat"]
-WITHHELD = ["zerobook.measure:unique_bytes", "zerobook.measure:model_state_bytes"]
+WITHHELD = [
+    "zerobook.train.measure:unique_bytes",
+    "zerobook.train.measure:model_state_bytes",
+]
 CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)
 
 

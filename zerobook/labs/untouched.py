@@ -67,7 +67,7 @@ def _torch_code(function) -> bool:
 
 def _course_code(function) -> bool:
     """A function of the course's package: a recorded collective the harness put in place
-    (zerobook.data_parallel.comm, zerobook.data_parallel.inflight, zerobook.parity replace them while they measure)."""
+    (zerobook.data_parallel.comm, zerobook.data_parallel.inflight, zerobook.train.parity replace them while they measure)."""
     code = getattr(function, "__code__", None)
     return code is not None and Path(code.co_filename).resolve().is_relative_to(PACKAGE)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from zerobook.models import GPT
+from zerobook.train.models import GPT
 
 ALL_GATHER = (
     dist.all_gather_into_tensor

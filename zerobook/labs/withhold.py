@@ -1,6 +1,6 @@
 """The course's own implementation of what a lab grades, kept from the student's file.
 
-    withhold("zerobook.measure:unique_bytes")   # fails when the student's code calls it
+    withhold("zerobook.train.measure:unique_bytes")   # fails when the student's code calls it
     files = forbid(("zerobook.data_parallel.ddp",))   # unimportable while the file runs
     with student_code():                          # zerobook.labs.harness: the file runs
         ...

@@ -11,7 +11,7 @@ N, cut into N equal pieces), and at most max_in_flight reduce-scatters are in fl
 (launching one more first retires the oldest). The one part, `train`, builds the course's GPT from one
 seed on every rank and trains it STEPS steps with each optimizer of OPTIMIZERS (until a
 step fails: the steps before it are still reported, zerobook.labs.crash), every
-sum in rank order (zerobook.parity), every reduce-scatter and all-gather in flight
+sum in rank order (zerobook.train.parity), every reduce-scatter and all-gather in flight
 until waited on (zerobook.data_parallel.inflight), every collective metered (zerobook.data_parallel.comm). It
 reports the master pieces (whose piece each is), the optimizer's bytes, per step the
 events in order, the gradients each reduce-scatter's input held (zerobook.labs.zero_probe),
@@ -26,7 +26,7 @@ import torch
 from torch.autograd import grad
 
 import zerobook as zb
-from zerobook import measure
+from zerobook.train import measure
 from zerobook.labs import zero_probe as probe
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.data_parallel.inflight import Handle, InFlight
@@ -35,9 +35,9 @@ from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.student_state import roots
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
-from zerobook.parity import ordered_sums
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.train.parity import ordered_sums
+from zerobook.train.training import rank_batch
 
 PARTS = ["train"]
 # Lab 2's GPT: 39 parameters (the embedding tied to the output layer), 41,376 elements,

@@ -9,7 +9,7 @@ The student's file defines a class
 The one part, `train`, builds the course's GPT (tied embedding) from one seed on every rank,
 hands `units = list(model.blocks)` to the student's Zero3 with an AdamW (weight decay on)
 and trains STEPS steps on the rank's slice of each batch, every sum in rank order
-(zerobook.parity), every all-gather and reduce-scatter in flight until waited on
+(zerobook.train.parity), every all-gather and reduce-scatter in flight until waited on
 (zerobook.data_parallel.inflight). The harness's own hooks, registered before the student's hooks
 run, note when each unit has computed (a copy of its full weights) and when its backward
 is done (a copy of each gradient), and the bytes of full parameters allocated at each.
@@ -34,9 +34,9 @@ from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.student_state import roots
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
-from zerobook.parity import ordered_sums, rank_order_sum
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.train.parity import ordered_sums, rank_order_sum
+from zerobook.train.training import rank_batch
 from zerobook.labs.zero3_record import (
     RecordedAdamW,
     kept,

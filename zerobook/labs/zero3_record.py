@@ -15,7 +15,7 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from zerobook import measure
+from zerobook.train import measure
 from zerobook.labs.freed import FreedStorage, freed
 
 # PyTorch's FSDP and DTensor: torch itself imports them (AdamW imports torch._dynamo),

@@ -16,7 +16,7 @@ import types
 import torch
 import torch.distributed as dist
 
-from zerobook import measure
+from zerobook.train import measure
 
 FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType)
 

@@ -139,7 +139,7 @@ MODELS = {m.name: m for m in (GPT3_175B, LLAMA3_8B, LLAMA3_70B)}
 
 
 def course_gpt(config) -> ModelSpec:
-    """The course's GPT (zerobook.models.GPT with this GPTConfig): LayerNorm, biases, a 4h MLP,
+    """The course's GPT (zerobook.train.models.GPT with this GPTConfig): LayerNorm, biases, a 4h MLP,
     the embedding tied to the output layer, fixed positions."""
     return ModelSpec(
         "course GPT",

@@ -20,9 +20,9 @@ import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.data_parallel.ddp import average_gradients
 from zerobook.fsdp2 import shard_blocks
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
-from zerobook.precision import MixedPrecisionAdamW
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.train.precision import MixedPrecisionAdamW
+from zerobook.train.training import rank_batch
 from zerobook.zero import Zero1AdamW, Zero2AdamW, Zero3AdamW
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)

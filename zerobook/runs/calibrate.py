@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.accounting.traffic import fit_alpha_beta
 
 SIZES = [2**k for k in range(12, 25, 2)]  # bytes: 4 KiB .. 16 MiB

@@ -1,4 +1,4 @@
-"""Train the course's GPT on real text (the standard library's source, zerobook.text) and report
+"""Train the course's GPT on real text (the standard library's source, zerobook.train.text) and report
 the loss curve, held-out bits per byte, tokens per second and a sample of generated text.
 
     python -m torch.distributed.run --standalone --nproc-per-node 3 -m zerobook.runs.capstone --method fsdp2
@@ -19,16 +19,16 @@ import time
 import torch
 
 import zerobook as zb
-from zerobook import text
-from zerobook.capstone_train import held_out_bits as capstone_held_out_bits
-from zerobook.capstone_train import (
+from zerobook.train import text
+from zerobook.train.capstone_train import held_out_bits as capstone_held_out_bits
+from zerobook.train.capstone_train import (
     learning_rate,
     next_byte_loss,
     optimizer_groups,
     rank_rows,
 )
-from zerobook.capstone_train import sample as capstone_sample
-from zerobook.models import GPT, GPTConfig
+from zerobook.train.capstone_train import sample as capstone_sample
+from zerobook.train.models import GPT, GPTConfig
 from zerobook.perfmodel.models import course_gpt
 
 LN2 = math.log(2)
@@ -58,18 +58,18 @@ def loss_of(model, tokens, device: str) -> torch.Tensor:
 
 
 def rank_batch(data, step: int, cli, me, seed: int = 0) -> torch.Tensor:
-    """This rank's rows of the global batch of `step` (zerobook.capstone_train.rank_rows)."""
+    """This rank's rows of the global batch of `step` (zerobook.train.capstone_train.rank_rows)."""
     return rank_rows(data, step, me, seed, cli.batch * me.world_size, cli.seq_len)
 
 
 def held_out_bits(model, data, cli, me, batches: int) -> float:
-    """zerobook.capstone_train.held_out_bits at this run's batch and sequence length."""
+    """zerobook.train.capstone_train.held_out_bits at this run's batch and sequence length."""
     return capstone_held_out_bits(model, data, me, batches, cli.batch * me.world_size,
                                   cli.seq_len, autocast=me.device.startswith("cuda"))  # fmt: skip
 
 
 def sample(model, prompt: bytes, length: int, seq_len: int, device: str) -> str:
-    """zerobook.capstone_train.sample: the draws on the CPU, one generator whatever the device."""
+    """zerobook.train.capstone_train.sample: the draws on the CPU, one generator whatever the device."""
     return capstone_sample(model, prompt, length, device, seq_len=seq_len,
                            autocast=device.startswith("cuda"))  # fmt: skip
 

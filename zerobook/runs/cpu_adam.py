@@ -1,5 +1,5 @@
 """The CPU's AdamW step at the sizes offload hands it, with every rank of a host stepping its own
-shard at once: what ZeRO-Offload's host does for its N GPUs (zerobook.measure's timing).
+shard at once: what ZeRO-Offload's host does for its N GPUs (zerobook.train.measure's timing).
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 -m zerobook.runs.cpu_adam --elements 4e6 64e6
 
@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 import zerobook as zb
-from zerobook import measure
+from zerobook.train import measure
 
 IMPLEMENTATIONS = {"default": {}, "fused": {"fused": True}}
 

@@ -8,7 +8,7 @@ then a second backward. Right after that backward every model state is alive and
 are freed: that moment is read three ways, per term (params, grads, optimizer state):
 
     calculator  zerobook.accounting.memory.model_state_bytes(Ψ, stage, N): 2Ψ + 2Ψ + 12Ψ, divided by N per stage
-    live        the bytes of the tensors each term names, each storage once (zerobook.measure)
+    live        the bytes of the tensors each term names, each storage once (zerobook.train.measure)
     allocator   torch.cuda.memory_allocated() above what was allocated before the model existed
 
 and the peak of that second step (torch.cuda.max_memory_allocated() from its start, the same
@@ -25,11 +25,11 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 import zerobook as zb
-from zerobook import measure
+from zerobook.train import measure
 from zerobook.accounting.memory import model_state_bytes
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
-from zerobook.precision import MixedPrecisionAdamW
-from zerobook.training import train_step
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.train.precision import MixedPrecisionAdamW
+from zerobook.train.training import train_step
 from zerobook.zero import Zero1AdamW, Zero2AdamW, Zero3AdamW
 
 STAGE = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3, "zero3_offload": 3}

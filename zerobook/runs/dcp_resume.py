@@ -27,9 +27,9 @@ import torch
 
 import zerobook as zb
 from zerobook.fsdp2 import shard_blocks
-from zerobook.models import GPT, GPTConfig
-from zerobook.sharded_checkpoint import latest, load, save, state_digests
-from zerobook.training import rank_batch, train_step
+from zerobook.train.models import GPT, GPTConfig
+from zerobook.train.sharded_checkpoint import latest, load, save, state_digests
+from zerobook.train.training import rank_batch, train_step
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)
 GLOBAL_BATCH, LR = 8, 1e-3

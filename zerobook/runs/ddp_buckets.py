@@ -16,8 +16,8 @@ from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_
 from torch.nn.parallel import DistributedDataParallel
 
 import zerobook as zb
-from zerobook.models import GPT, GPTConfig, next_token_loss
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss
+from zerobook.train.training import rank_batch
 
 CONFIG = GPTConfig(
     vocab=128, hidden=128, layers=2, heads=4, seq_len=32

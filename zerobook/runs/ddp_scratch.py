@@ -6,7 +6,7 @@ Every rank starts from its own random weights, takes rank 0's (broadcast), train
 each global batch, and averages gradients with all-reduce (mode `naive`: one per parameter
 after backward; `bucketed`: 1 MiB buckets after backward; `overlap`: the same buckets during
 backward; `torch`: torch.nn.parallel.DistributedDataParallel). Each mode trains twice: once with
-gloo's own sums, timed, and once with every sum in rank order (zerobook.parity.ordered_sums; a
+gloo's own sums, timed, and once with every sum in rank order (zerobook.train.parity.ordered_sums; a
 comm hook does it inside DDP), which rank 0 compares with two single-process runs: one that
 computes each rank's slice's gradient and averages them in rank order (the same arithmetic: the
 same bits), and one on the whole global batch at once (the same mathematics; its sums run inside
@@ -29,9 +29,9 @@ from zerobook.data_parallel.ddp import (
     average_gradients,
     broadcast_params,
 )
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
-from zerobook.parity import ordered_comm_hook, ordered_sums, rank_order_sum
-from zerobook.training import flat_weights, rank_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.train.parity import ordered_comm_hook, ordered_sums, rank_order_sum
+from zerobook.train.training import flat_weights, rank_batch
 
 CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)
 MODES = ["naive", "bucketed", "overlap", "torch"]

@@ -22,8 +22,8 @@ from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
 
 import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
-from zerobook.models import GPT, GPTConfig, next_token_loss
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss
+from zerobook.train.training import rank_batch
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
 

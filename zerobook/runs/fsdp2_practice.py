@@ -29,8 +29,8 @@ from torch.distributed.fsdp import CPUOffloadPolicy
 import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import local, shard_blocks, traced_step, unsharded_grad_bytes
-from zerobook.models import GPT, GPTConfig, next_token_loss, sinusoidal_positions
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss, sinusoidal_positions
+from zerobook.train.training import rank_batch
 from zerobook.zero.flat import FlatParams
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)

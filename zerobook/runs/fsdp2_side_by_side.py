@@ -8,7 +8,7 @@ keep bf16 weights and gradient shards beside an fp32 master; FSDP2 keeps fp32 sh
 and casts them to bf16 as it gathers (`MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=bf16)`);
 DDP is `MixedPrecisionAdamW`. All start from the same bf16-representable weights.
 `--dtype float32,bfloat16` runs both in one launch and reports each under `by_dtype[name]`. Every sum is
-taken in rank order (`zerobook.parity.ordered_sums`; `--sums native` for gloo's own orders), so
+taken in rank order (`zerobook.train.parity.ordered_sums`; `--sums native` for gloo's own orders), so
 the three must end with the same bits. Reported by every rank, per method: the loss at every
 step, the final weights' largest difference from DDP,
 the traffic of the last step (the meter wraps torch.distributed's Python calls, which FSDP2's
@@ -29,10 +29,10 @@ from torch.utils.flop_counter import FlopCounterMode
 import zerobook as zb
 from zerobook.data_parallel.ddp import average_gradients
 from zerobook.fsdp2 import full_weights, measured_step, shard_blocks
-from zerobook.models import GPT, Block, GPTConfig
-from zerobook.parity import ordered_sums
-from zerobook.precision import MixedPrecisionAdamW
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, Block, GPTConfig
+from zerobook.train.parity import ordered_sums
+from zerobook.train.precision import MixedPrecisionAdamW
+from zerobook.train.training import rank_batch
 from zerobook.zero import Zero3AdamW
 
 LR, BATCH = 1e-3, 4

@@ -7,7 +7,7 @@ The ranks form a (replicas x shard) mesh, [[0, 1], [2, 3]] for 4 ranks and --sha
 shard the model between them (as the GPUs of one node would, over NVLink), and so do 2 and 3;
 ranks 0 and 2 hold the same shard and all-reduce its gradients (as across nodes, over the
 network). Every method trains the same model from the same seed on the same data, every sum in
-rank order (zerobook.parity):
+rank order (zerobook.train.parity):
 
     ddp    gradients all-reduced inside each group, then across groups (a hierarchical all-reduce,
            as NCCL does across nodes: the same additions in the same order as HSDP's)
@@ -28,9 +28,9 @@ from torch.distributed.fsdp import fully_shard
 
 import zerobook as zb
 from zerobook.fsdp2 import full_weights, measured_step
-from zerobook.models import GPT, Block, GPTConfig
-from zerobook.parity import ordered_sums
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, Block, GPTConfig
+from zerobook.train.parity import ordered_sums
+from zerobook.train.training import rank_batch
 from zerobook.zero import Zero3AdamW
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)

@@ -16,9 +16,9 @@ from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_
 from torch.nn.parallel import DistributedDataParallel
 
 import zerobook as zb
-from zerobook import measure
-from zerobook.models import GPT, GPTConfig, next_token_loss, random_batch
-from zerobook.precision import MixedPrecisionAdamW
+from zerobook.train import measure
+from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.train.precision import MixedPrecisionAdamW
 
 
 def recording_hook(buffers: dict):

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 import zerobook as zb
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.zero.offload import offload_units
 
 CONFIGS = ("resident", "offload", "prefetch")

@@ -17,9 +17,9 @@ import torch
 
 import zerobook as zb
 from zerobook.fsdp2 import full_weights
-from zerobook.models import GPT, Block, GPTConfig
-from zerobook.sharded_checkpoint import sha256
-from zerobook.training import rank_batch, train_step
+from zerobook.train.models import GPT, Block, GPTConfig
+from zerobook.train.sharded_checkpoint import sha256
+from zerobook.train.training import rank_batch, train_step
 from zerobook.zero import Zero3AdamW
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)

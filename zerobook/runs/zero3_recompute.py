@@ -34,9 +34,9 @@ from torch.utils.checkpoint import set_checkpoint_early_stop
 import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import full_weights, shard_blocks
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
-from zerobook.recompute import checkpoint_blocks, recompute_attention_scores
-from zerobook.training import rank_batch
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.train.recompute import checkpoint_blocks, recompute_attention_scores
+from zerobook.train.training import rank_batch
 from zerobook.zero import Zero3AdamW
 
 CONFIGS = {  # name -> (checkpointing: None | "nonreentrant" | "reentrant" | "selective",

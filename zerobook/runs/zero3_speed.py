@@ -20,8 +20,8 @@ import torch
 
 import zerobook as zb
 from zerobook.fsdp2 import kept_bytes, shard_blocks
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
-from zerobook.training import timed_steps
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.train.training import timed_steps
 from zerobook.zero import Prefetch, Zero3AdamW
 from zerobook.zero.timeline import timeline_bars
 

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, replace
 import torch
 
 import zerobook as zb
-from zerobook import measure
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss, random_batch
-from zerobook.training import flat_weights, rank_batch, train_step
+from zerobook.train import measure
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.train.training import flat_weights, rank_batch, train_step
 from zerobook.zero import Prefetch, Zero3AdamW
 
 CONFIGS = {  # name -> Zero3AdamW's prefetch

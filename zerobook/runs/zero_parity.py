@@ -1,5 +1,5 @@
 """ZeRO parity: the same AdamW steps under DDP, our stages 1, 2 and 3, our ShardedOptimizer and
-PyTorch's ZeroRedundancyOptimizer (the methods: zerobook.training_methods); final weights,
+PyTorch's ZeroRedundancyOptimizer (the methods: zerobook.train.training_methods); final weights,
 norms, optimizer bytes, traffic, gradient bytes.
 
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m zerobook.runs.zero_parity --dtype float32 --scenarios parity,clipped
@@ -10,7 +10,7 @@ tensors), one frozen tensor, the embedding tied to the output layer and two micr
 Also run: stage 2 with `no_sync` for all but the last micro-batch, and stage 1 clipped by each
 rank's *shard* norm (wrong, on purpose). Scenarios (`--scenarios`):
 
-    parity   every sum in rank order (zerobook.parity.ordered_sums), no clipping: the same bits as DDP
+    parity   every sum in rank order (zerobook.train.parity.ordered_sums), no clipping: the same bits as DDP
     clipped  rank order, clipped by global norm: the norm's own sum differs (shards vs tensors)
     native   gloo's own orders, no clipping: what rounding alone does
 
@@ -28,13 +28,19 @@ from dataclasses import asdict, dataclass, replace
 import torch
 
 import zerobook as zb
-from zerobook import measure
+from zerobook.train import measure
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.data_parallel.ddp import average_gradients
-from zerobook.models import GPT, GPTConfig, next_token_loss
-from zerobook.parity import ordered_sums
-from zerobook.training_methods import BUCKET_NUMEL, METHODS, Method, clip, groups_of
-from zerobook.training import flat_weights, rank_batch
+from zerobook.train.models import GPT, GPTConfig, next_token_loss
+from zerobook.train.parity import ordered_sums
+from zerobook.train.training_methods import (
+    BUCKET_NUMEL,
+    METHODS,
+    Method,
+    clip,
+    groups_of,
+)
+from zerobook.train.training import flat_weights, rank_batch
 from zerobook.zero import Zero1AdamW, Zero2AdamW, Zero3
 
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=2, heads=4, seq_len=32)

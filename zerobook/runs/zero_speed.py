@@ -19,8 +19,8 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel
 
 import zerobook as zb
-from zerobook.models import GPT, GPTConfig, random_batch
-from zerobook.training import timed_steps
+from zerobook.train.models import GPT, GPTConfig, random_batch
+from zerobook.train.training import timed_steps
 from zerobook.zero import Zero1AdamW, Zero2AdamW
 
 METHODS = ["ddp", "zero_ro", "zero1", "zero2_overlap", "zero2_no_overlap"]

@@ -15,9 +15,9 @@ import torch
 import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import shard_blocks
-from zerobook.models import GPT, next_token_loss
+from zerobook.train.models import GPT, next_token_loss
 from zerobook.zero.trials import start, CONFIG, batch, zero3
-from zerobook.training import flat_weights
+from zerobook.train.training import flat_weights
 from zerobook.zero.hpz import hpz_unit
 
 

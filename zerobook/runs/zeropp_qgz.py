@@ -14,7 +14,7 @@ import torch.distributed as dist
 
 import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
-from zerobook.models import next_token_loss
+from zerobook.train.models import next_token_loss
 from zerobook.zero.trials import batch, start, train_curves, zero3
 from zerobook.zero.qgz import groups_of, quantized_reduce_scatter, qgz_unit
 

@@ -9,7 +9,7 @@ Every rank reports:
           collective (the CommMeter), and each unit's elements (padded to N)
   error   each unit's weights quantized in blocks of 32 to 16,384: the largest error over its
           bound (half its block's step, max|block| / 254) and the mean error over the mean |w|
-  train   `--steps` steps of the capstone's byte-level GPT on real text (zerobook.text), bf16,
+  train   `--steps` steps of the capstone's byte-level GPT on real text (zerobook.train.text), bf16,
           both ways: the loss of every step, in bits per byte
 """
 
@@ -19,7 +19,7 @@ import torch
 
 import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
-from zerobook.models import next_token_loss
+from zerobook.train.models import next_token_loss
 from zerobook.zero.trials import batch, bf16_gpt, train_curves, zero3
 from zerobook.zero.quantized import dequantize_blocks, quantize_blocks, quantized_unit
 
@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     cli = parser.parse_args()
     me = zb.setup(verbose=False)
-    data, _ = zb.text.load()
+    data, _ = zb.train.text.load()
     parts = {
         "bytes": lambda: bytes_part(me, data),
         "error": lambda: error_part(me),

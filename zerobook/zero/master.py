@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from zerobook.measure import optimizer_tensors
+from zerobook.train.measure import optimizer_tensors
 
 
 def clip_shards_(

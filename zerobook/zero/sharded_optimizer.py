@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from zerobook.measure import optimizer_tensors
-from zerobook.precision import param_groups
+from zerobook.train.measure import optimizer_tensors
+from zerobook.train.precision import param_groups
 
 
 def partition(groups: list[dict], world_size: int) -> list[list[torch.nn.Parameter]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from zerobook.precision import param_groups
+from zerobook.train.precision import param_groups
 from zerobook.zero.flat import FlatParams
 from zerobook.zero.master import MasterShard
 

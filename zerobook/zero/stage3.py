@@ -20,7 +20,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from zerobook.precision import param_groups
+from zerobook.train.precision import param_groups
 from zerobook.zero.master import MasterShard
 from zerobook.zero.prefetch import Prefetch, orders, prefetch_after
 from zerobook.zero.timeline import Event, ProfilerSpans

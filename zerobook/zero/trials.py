@@ -8,8 +8,8 @@ import torch
 
 import zerobook as zb
 
-from zerobook.capstone_train import rank_rows
-from zerobook.models import GPT, Block, GPTConfig, next_token_loss
+from zerobook.train.capstone_train import rank_rows
+from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss
 from zerobook.zero import Zero3AdamW
 
 CONFIG = GPTConfig(vocab=256, hidden=64, layers=2, heads=4, seq_len=64)
@@ -52,11 +52,11 @@ def train_curves(me, data, ways: dict, steps: int, rows: int) -> dict:
 
 def start(doc: str, **defaults):
     """(command line, this rank, the text): `--node-size` (2: two "nodes" of two ranks) and
-    `defaults` as options of their own (--steps 30, ...), then zb.setup and zerobook.text."""
+    `defaults` as options of their own (--steps 30, ...), then zb.setup and zerobook.train.text."""
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--node-size", type=int, default=2)
     for name, value in defaults.items():
         parser.add_argument(f"--{name}", type=type(value), default=value)
     cli = parser.parse_args()
     me = zb.setup(verbose=False)
-    return cli, me, zb.text.load()[0]
+    return cli, me, zb.train.text.load()[0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from zerobook.measure import optimizer_tensors
+from zerobook.train.measure import optimizer_tensors
 
 
 class MixedPrecisionAdamW:

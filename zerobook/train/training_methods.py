@@ -12,8 +12,8 @@ from typing import Callable
 
 import torch
 
-from zerobook.models import Block
-from zerobook.precision import MixedPrecisionAdamW
+from zerobook.train.models import Block
+from zerobook.train.precision import MixedPrecisionAdamW
 from zerobook.zero import ShardedOptimizer, Zero1AdamW, Zero2AdamW, Zero3AdamW
 
 LR = 1e-3

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from zerobook.models import GPTConfig, next_token_loss, random_batch
+from zerobook.train.models import GPTConfig, next_token_loss, random_batch
 
 
 def rank_batch(config: GPTConfig, per_rank: int, seed: int, me) -> torch.Tensor:

@@ -33,7 +33,9 @@ class SelfAttention(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.heads, self.attention = config.heads, config.attention
-        self.recompute_scores = False  # selective recomputation: zerobook.recompute
+        self.recompute_scores = (
+            False  # selective recomputation: zerobook.train.recompute
+        )
         self.qkv = nn.Linear(config.hidden, 3 * config.hidden)
         self.proj = nn.Linear(config.hidden, config.hidden)
         causal = torch.ones(config.seq_len, config.seq_len, dtype=torch.bool).tril()

@@ -1,5 +1,5 @@
 """The capstone's training loop, the same for every method: the course's GPT on real text
-(zerobook.text), AdamW with two parameter groups, warm-up then cosine, clipping by the
+(zerobook.train.text), AdamW with two parameter groups, warm-up then cosine, clipping by the
 global norm, held-out bits per byte, a sample of text. Rank side: zerobook.labs.capstone
 drives it with the student's DDP and ZeRO-3 and with PyTorch's FSDP2.
 
@@ -11,7 +11,7 @@ DDP's clipping (`clip_in_piece_order`) sums the squares in the order a ZeRO-3 in
 per-parameter layout must: piece r of every gradient (flattened, zero-padded to a multiple
 of N), each piece's `(g ** 2).sum()` added in `model.parameters()` order into a float32
 zero, then the N partial sums added in rank order (what an all-reduce of the partial sums
-gives under zerobook.parity.ordered_sums). torch's `clip_grad_norm_` takes the norm of
+gives under zerobook.train.parity.ordered_sums). torch's `clip_grad_norm_` takes the norm of
 per-tensor norms instead: the same number up to rounding, not the same bits.
 """
 
@@ -24,8 +24,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from zerobook import text
-from zerobook.models import GPTConfig
+from zerobook.train import text
+from zerobook.train.models import GPTConfig
 
 LN2 = math.log(2)
 CONFIG = GPTConfig(vocab=256, hidden=64, layers=2, heads=4, seq_len=32)
@@ -69,7 +69,7 @@ def rank_rows(
     batch: int = GLOBAL_BATCH,
     seq_len=CONFIG.seq_len,
 ) -> torch.Tensor:
-    """This rank's rows of global batch `step` (zerobook.text.batch: a function of the
+    """This rank's rows of global batch `step` (zerobook.train.text.batch: a function of the
     step), `batch` windows of seq_len + 1 bytes in all."""
     rows = text.batch(data, step=step, global_batch=batch, seq_len=seq_len, rank=me.rank,
                       world_size=me.world_size, seed=seed)  # fmt: skip
