@@ -28,35 +28,27 @@ import types
 import torch
 
 import zerobook as zb
-from zerobook.train import capstone_train, measure, text
-from zerobook.labs import capstone_resume, zero3_record
-from zerobook.train.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
-from zerobook.train.capstone_train import held_out_bits, optimizer_groups, sample, train
-from zerobook.labs.freed import FreedCalls, guard_units
-from zerobook.labs import hints
+from zerobook.labs import capstone_resume, hints, zero3_record
 from zerobook.labs.crash import Steps, describe
-from zerobook.labs.harness import (
-    call_student,
-    push_mode,
-    forbid,
-    lab_params,
-    load_student,
-)
-from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.labs.freed import FreedCalls, guard_units
+from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import parse_args, push_mode, refuse, trusted
 from zerobook.labs.means import verdicts
 from zerobook.labs.student_state import roots
 from zerobook.labs.weights_used import weights_used
 from zerobook.labs.withhold import TORCH_DDP
+from zerobook.labs.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
+from zerobook.labs.zero3_record import torch_fsdp_used
+from zerobook.train import capstone_train, measure, text
+from zerobook.train.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
+from zerobook.train.capstone_train import held_out_bits, optimizer_groups, sample, train
 from zerobook.train.measure import unique_bytes
 from zerobook.train.models import GPT
 from zerobook.train.parity import norm_bound, ordered_sums
-from zerobook.labs.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
-from zerobook.labs.zero3_record import torch_fsdp_used
 
 PARTS = ["train", "resume"]
-GUARD: list = [
-    None
-]  # zerobook.labs.freed.FreedCalls, once the student's ZeRO-3 is built
+# zerobook.labs.freed.FreedCalls, once the student's ZeRO-3 is built
+GUARD: list = [None]
 # an instructor's own (zerobook.labs.harness.lab_params); and shorter runs for tests
 HIDDEN = lab_params(seed=0, steps=600, prefix=100, every=25, kill_at=50)
 SEED, STEPS, PREFIX = HIDDEN["seed"], HIDDEN["steps"], HIDDEN["prefix"]
