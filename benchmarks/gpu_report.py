@@ -1,6 +1,6 @@
 """The markdown of benchmarks/gpu.py's results: each section's table and the ratios it is for."""
 
-from zerobook import gpu_record
+from zerobook.pages import gpu_record
 from zerobook.accounting.hardware import datasheet
 from zerobook.accounting.traffic import bandwidth as bus_bandwidth
 

@@ -70,8 +70,8 @@ def check_share(source: str) -> float:
 
 CHECK_MODULES = {"glue", "myst_nb", "pytest"}  # imported only by checks
 CHECK_IMPORTS = {
-    "zerobook.glue"
-}  # the book's glue, through the package (zerobook.glue)
+    "zerobook.pages.glue"
+}  # the book's glue, through the package (zerobook.pages.glue)
 
 
 def is_check_statement(statement: ast.stmt) -> bool:

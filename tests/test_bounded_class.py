@@ -1,5 +1,5 @@
 """A class of Lab 0 graded with low bounds (`--jobs 2`): four students whose functions are
-right and whose notebook forks until refused (a graded rank cannot: zerobook.graded_rank), or
+right and whose notebook forks until refused (a graded rank cannot: zerobook.trust.graded_rank), or
 whose rank 0 allocates and touches more memory than the bound, fills its folder and /tmp, or
 opens files until refused. Each scores 0, its
 reason named; the reference is graded in full; nothing any of them started survives; and
@@ -71,7 +71,7 @@ REASONS = {
 }
 
 
-# a graded rank cannot start a process (zerobook.graded_rank): the fork loop runs where the
+# a graded rank cannot start a process (zerobook.trust.graded_rank): the fork loop runs where the
 # student's code can, in the notebook's own cells (the kernel, the clean run's function server)
 IN_THE_NOTEBOOK = {"fork_loop": "part1_expected_total"}
 ON_THE_NOTEBOOK = "import os as _os\nif True:\n"

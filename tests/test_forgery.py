@@ -7,7 +7,7 @@ saying why, and the classroom's review flags its means for the instructor.
   as `dist.all_reduce.__self__` or through gc and rewritten (the process group's own count of
   its collectives disagrees: zerobook.data_parallel.inflight); `torch.Tensor.abs`, or one tensor's `.abs`,
   answering zeros (zerobook.labs.untouched); a process forked at import to rewrite the reports
-  (a graded rank cannot start one: zerobook.graded_rank); gradients or full units kept in
+  (a graded rank cannot start one: zerobook.trust.graded_rank); gradients or full units kept in
   module-level state (counted: zerobook.labs.student_state).
 - Borrowed implementations: PyTorch's DDP and its reducer (withheld: zerobook.labs.withhold),
   the course's DDP loaded from its file or run from its text, the import guard taken off

@@ -1,6 +1,6 @@
 """make gpu-check (benchmarks/gpu.py) without a GPU: its dry run takes every section's CPU path
 and says it is one; the live-tensor count of zerobook.runs.cuda_memory against the calculator;
-and how chapters find the latest GPU record (zerobook.gpu_record)."""
+and how chapters find the latest GPU record (zerobook.pages.gpu_record)."""
 
 import json
 import subprocess
@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from zerobook import gpu_record
+from zerobook.pages import gpu_record
 from zerobook.train.models import GPT, GPTConfig
 
 

@@ -1,4 +1,4 @@
-"""A graded rank (zerobook.graded_rank): it cannot start a process, its peers cannot read its
+"""A graded rank (zerobook.trust.graded_rank): it cannot start a process, its peers cannot read its
 memory, and a report another process of the run rewrote is refused (zerobook.launcher.dist.finish_mark).
 Each launch gives its ranks the grading sandbox's switch (GRADED_ENV) without the sandbox, so
 this holds wherever the labs are graded; the peer's memory is checked inside the sandbox (as
@@ -11,7 +11,7 @@ import pytest
 
 import zerobook as zb
 from conftest import ROOT
-from zerobook.graded_rank import ARCHES, GRADED_ENV, no_new_process_filter
+from zerobook.trust.graded_rank import ARCHES, GRADED_ENV, no_new_process_filter
 
 pytestmark = pytest.mark.launch
 TARGET = ROOT / "tests" / "targets" / "graded_peer.py"

@@ -553,7 +553,7 @@ class _Done:
         return True
 
 dist.all_reduce = distributed_c10d.all_reduce = _unseen
-try:  # a graded rank starts no process (zerobook.graded_rank): refused
+try:  # a graded rank starts no process (zerobook.trust.graded_rank): refused
     subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
 except PermissionError:
     pass
@@ -717,7 +717,7 @@ class _Done:
         return True
 
 dist.reduce_scatter_tensor = distributed_c10d.reduce_scatter_tensor = _unseen
-try:  # a graded rank starts no process (zerobook.graded_rank): refused
+try:  # a graded rank starts no process (zerobook.trust.graded_rank): refused
     subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
 except PermissionError:
     pass
@@ -876,7 +876,7 @@ def _unseen(output, input, group=None, async_op=False):
     return work if async_op else work.wait() and None
 
 dist.all_gather_into_tensor = distributed_c10d.all_gather_into_tensor = _unseen
-try:  # a graded rank starts no process (zerobook.graded_rank): refused
+try:  # a graded rank starts no process (zerobook.trust.graded_rank): refused
     subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
 except PermissionError:
     pass

@@ -41,7 +41,7 @@ def markdown_cells(path):
 def test_answer_cells_are_collapsed_in_jupyterlab(path):
     """A cell that computes answers is removed from the book and its source collapsed in
     JupyterLab (jupyter.source_hidden), so the exercises are not spoiled in either; it gives its
-    answers with zerobook.answers.answer, which folds each value for JupyterLab (where the
+    answers with zerobook.pages.answers.answer, which folds each value for JupyterLab (where the
     dropdown's {glue:text} shows only the name). The one other removed cell is the last code
     cell's `scratch.cleanup()`, which removes the chapter's scratch folder."""
     for cell in nbformat.read(path, 4).cells:
@@ -351,7 +351,7 @@ def check_answers(b):
         c
         for c in collapsed
         if c.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output details")
-    ]  # the cell that computes the answers (zerobook.answers folds each value)
+    ]  # the cell that computes the answers (zerobook.pages.answers folds each value)
     assert len(hidden) == 1
     assert 'glue("ex1' not in b.find_element(By.CSS_SELECTOR, ".jp-Notebook").text
     shoot(b, "answer-cell-collapsed", hidden[0])
@@ -360,7 +360,7 @@ def check_answers(b):
     shoot(b, "answer-opened", answers[0])
     values = hidden[0].find_elements(
         By.CSS_SELECTOR, ".jp-OutputArea-output details"
-    )  # zerobook.answers
+    )  # zerobook.pages.answers
     assert len(values) == 5 and not [v for v in values if v.get_attribute("open")]
     values[0].find_element(
         By.TAG_NAME, "summary"
@@ -410,7 +410,7 @@ def test_an_answer_is_glued_for_the_book_and_folded_for_jupyterlab(monkeypatch):
     import IPython.display
     import myst_nb
 
-    from zerobook.answers import answer
+    from zerobook.pages.answers import answer
 
     glued, shown = [], []
     monkeypatch.setattr(myst_nb, "glue", lambda *args, **kw: glued.append((args, kw)))

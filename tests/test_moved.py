@@ -116,6 +116,14 @@ OLD_NAMES = {
     "recompute": "Checkpointed checkpoint_blocks recompute_attention_scores",
     "sharded_checkpoint": "latest save load sha256 state_digests",
     "capstone_train": "LN2 CONFIG GLOBAL_BATCH LR WARMUP CLIP OPTIONS EVAL_BATCHES learning_rate optimizer_groups next_byte_loss rank_rows clip_in_piece_order held_out_bits sample train",
+    "answers": "folded answer",
+    "glue": "glue",
+    "saved": "RESULTS result",
+    "gpu_record": "MISSING GpuRecord latest allocator_rows capstone_prediction capstone_rows",
+    "graded_rank": "GRADED_ENV PR_SET_DUMPABLE PR_SET_NO_NEW_PRIVS PR_SET_SECCOMP SECCOMP_MODE_FILTER CLONE_THREAD X32_SYSCALL_BIT ARCHES ALLOW ERRNO LD_W_ABS JEQ_K JGE_K JSET_K RET_K NR ARCH ARG0 wanted no_new_process_filter undumpable confine",
+    "report_guard": "TamperError guard check written verify_written",
+    "witness": "WITNESS_FD_ENV MAX_BYTES RECORD_KEY send collect mark take_token seal witnessed parsed check",
+    "untrusted": "READ_FLAGS WRITE_FLAGS KINDS UntrustedFile kind open_regular read_bytes read_text read_json write_fresh tree_problem copy_tree",
 }
 
 CHECK = """

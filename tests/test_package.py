@@ -416,7 +416,7 @@ def _requirements_closure(names: list[str]) -> set[str]:
 def test_pip_install_brings_what_the_chapters_labs_and_package_import_at_run_time():
     """A Colab student runs `pip install` of the course, nothing else: pyproject's dependencies
     (and what they bring) cover every module a notebook or the package's student side imports,
-    torch aside (a host keeps its own). The book's `glue` goes through zerobook.glue."""
+    torch aside (a host keeps its own). The book's `glue` goes through zerobook.pages.glue."""
     import json
     from importlib import metadata
 
@@ -436,7 +436,7 @@ def test_pip_install_brings_what_the_chapters_labs_and_package_import_at_run_tim
     optional = [p.name for p in modules if "myst_nb" in _top_imports(p.read_text())]
     assert optional == [
         "glue.py"
-    ]  # the book's MyST-NB: only zerobook.glue, which can do without
+    ]  # the book's MyST-NB: only zerobook.pages.glue, which can do without
     sources += [p.read_text() for p in modules if p.name != "glue.py"]
     imported = set().union(*map(_top_imports, sources))
     third_party = (
@@ -459,7 +459,7 @@ def test_glue_shows_a_value_without_myst_nb_and_keeps_it_for_the_book_with_it(
     """Colab has no MyST-NB: a chapter's glue() displays only what it is asked to."""
     from IPython import display as ipython_display
 
-    from zerobook.glue import glue
+    from zerobook.pages.glue import glue
 
     shown = []
     monkeypatch.setattr(ipython_display, "display", lambda *a, **k: shown.append(a))

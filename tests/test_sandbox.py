@@ -104,7 +104,7 @@ def test_a_copy_bound_at_a_folders_path_takes_every_change_and_the_folder_none(
     path (zerobook.classroom.sandbox_kernel): what it leaves there (its notebook replaced by a
     link to nbgrader's stdout, a file of its own) is in the copy; the folder, which nbgrader
     writes and copies into the feedback after the kernel, is as it was."""
-    from zerobook import untrusted
+    from zerobook.trust import untrusted
 
     folder, copy = tmp_path / "autograded", tmp_path / "copy"
     folder.mkdir()
@@ -194,7 +194,7 @@ def harness_globals():
 
 @pytest.fixture
 def guarded(tmp_path, monkeypatch):
-    from zerobook import report_guard
+    from zerobook.trust import report_guard
     from zerobook.launcher import dist
 
     monkeypatch.setenv(dist.REPORT_DIR_ENV, str(tmp_path))
@@ -212,7 +212,7 @@ def guarded(tmp_path, monkeypatch):
 
 
 def test_the_guarded_harness_reports_and_its_file_checks_out(guarded):
-    from zerobook import report_guard
+    from zerobook.trust import report_guard
     from zerobook.launcher import dist
 
     namespace, folder = guarded
@@ -226,7 +226,7 @@ def test_the_guarded_harness_reports_and_its_file_checks_out(guarded):
 
 def test_a_report_from_the_students_code_is_tampering(guarded):
     import zerobook as zb
-    from zerobook.report_guard import TamperError
+    from zerobook.trust.report_guard import TamperError
 
     with pytest.raises(TamperError, match="called from"):
         zb.report(total=10)  # this test's frame is not the harness's
@@ -234,7 +234,7 @@ def test_a_report_from_the_students_code_is_tampering(guarded):
 
 def test_a_wrapped_report_or_a_patched_harness_is_tampering(guarded, monkeypatch):
     import zerobook as zb
-    from zerobook.report_guard import TamperError
+    from zerobook.trust.report_guard import TamperError
 
     namespace, _ = guarded
     real = zb.report
@@ -248,9 +248,9 @@ def test_a_wrapped_report_or_a_patched_harness_is_tampering(guarded, monkeypatch
 
 
 def test_a_report_file_written_by_hand_is_tampering(guarded):
-    from zerobook import report_guard
+    from zerobook.trust import report_guard
     from zerobook.launcher import dist
-    from zerobook.report_guard import TamperError
+    from zerobook.trust.report_guard import TamperError
 
     _, folder = guarded
     (folder / f"rank{dist.this_rank()}.json").write_text(json.dumps({"total": 10}))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from zerobook.labs import untouched
-from zerobook.report_guard import TamperError
+from zerobook.trust.report_guard import TamperError
 
 
 def test_nothing_replaced_is_nothing_named():

@@ -1,4 +1,4 @@
-"""zerobook.untrusted: what the trusted side reads after a sandbox exits is a regular file it
+"""zerobook.trust.untrusted: what the trusted side reads after a sandbox exits is a regular file it
 opened without following a link, of bounded size; what it writes there is a new file. And its
 users: the launcher's reading of a run's files, grading's check of a submitted folder, the
 clean run's rank script."""
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from zerobook import untrusted
-from zerobook.untrusted import UntrustedFile
+from zerobook.trust import untrusted
+from zerobook.trust.untrusted import UntrustedFile
 
 
 def read_within(path, limit, seconds=5.0):

@@ -1,5 +1,5 @@
 """A rank's record of collectives is witnessed as it happens by the rank's watcher
-(zerobook.witness): the grader refuses a reported record that differs from what was witnessed,
+(zerobook.trust.witness): the grader refuses a reported record that differs from what was witnessed,
 even one whose counts were kept consistent, and a witness's lines another process wrote."""
 
 import json
@@ -9,7 +9,7 @@ import pytest
 
 import zerobook as zb
 from conftest import ROOT
-from zerobook import witness
+from zerobook.trust import witness
 
 TARGET = ROOT / "tests" / "targets" / "witnessed_record.py"
 

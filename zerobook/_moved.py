@@ -64,6 +64,14 @@ MOVED = {
     "recompute": "train.recompute",
     "sharded_checkpoint": "train.sharded_checkpoint",
     "capstone_train": "train.capstone_train",
+    "answers": "pages.answers",
+    "glue": "pages.glue",
+    "saved": "pages.saved",
+    "gpu_record": "pages.gpu_record",
+    "graded_rank": "trust.graded_rank",
+    "report_guard": "trust.report_guard",
+    "witness": "trust.witness",
+    "untrusted": "trust.untrusted",
 }
 # a split module's new name -> the siblings that took some of its names
 SPLIT = {

@@ -18,7 +18,8 @@ import os
 import re
 from pathlib import Path
 
-from zerobook import run_cache, untrusted, witness
+from zerobook import run_cache
+from zerobook.trust import untrusted, witness
 from zerobook.launcher.launch import LaunchError, RunResult, RunTimedOut, torchrun
 
 COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
@@ -118,7 +119,7 @@ TIMED_OUT = re.compile(r"timed out", re.IGNORECASE)
 
 def as_witnessed(run: RunResult) -> RunResult:
     """`run`, each rank's raw record checked against what its watcher saw as it happened
-    (zerobook.witness) and then left out; LaunchError naming the rank if one differs."""
+    (zerobook.trust.witness) and then left out; LaunchError naming the rank if one differs."""
     for rank, report in enumerate(run.ranks):
         wrong = witness.check(report, run.witnessed.get(rank))
         if wrong:

@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from zerobook import untrusted
+from zerobook.trust import untrusted
 from zerobook.launcher.launch import LaunchError, RunResult
 
 CACHE_ENV, WRITE_ENV = "ZEROBOOK_RUN_CACHE", "ZEROBOOK_RUN_CACHE_WRITE"
@@ -25,7 +25,7 @@ STUDENT_FILE_BYTES = 16 * 2**20  # the most of a student's rank script the grade
 
 def key(lab: str, student_file: str, part: str, nproc: int, options: dict) -> str:
     """What a launch's result depends on: the part, the ranks, the options and the file's bytes
-    (read as untrusted: the clean run's sandboxes may write its folder; zerobook.untrusted)."""
+    (read as untrusted: the clean run's sandboxes may write its folder; zerobook.trust.untrusted)."""
     h = hashlib.sha256(
         json.dumps(
             [lab, part, nproc, sorted((k, repr(v)) for k, v in options.items())]

@@ -1,4 +1,4 @@
-"""What a graded rank may do to itself and to its peer (zerobook.graded_rank): start a process,
+"""What a graded rank may do to itself and to its peer (zerobook.trust.graded_rank): start a process,
 and read its peer's memory; with --rewrite, rank 1 rewrites rank 0's report once rank 0 has
 finished (its finish mark written)."""
 

@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from zerobook import grading, untrusted
+from zerobook import grading
+from zerobook.trust import untrusted
 from zerobook.classroom import sandbox, unseen
 from zerobook.classroom.function_server import FunctionServer
 from zerobook.classroom.feedback import NOTEBOOK_BYTES

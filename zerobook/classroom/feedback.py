@@ -17,7 +17,7 @@ import re
 from html import escape
 from pathlib import Path
 
-from zerobook import untrusted
+from zerobook.trust import untrusted
 from zerobook.classroom.relative_paths import output_relative, relative_paths
 
 # the label of a score the instructor has not given yet
@@ -90,7 +90,7 @@ def tampered_tests(root: Path, lab: str, notebook_path: Path) -> list[str]:
 
 def scrub(autograded: Path, clean: dict | None = None) -> None:
     """The notebook the feedback is made from: hidden tests replaced by a note, outputs capped;
-    read and written as untrusted (zerobook.untrusted: a regular file, never a link). From the
+    read and written as untrusted (zerobook.trust.untrusted: a regular file, never a link). From the
     first cell with hidden tests on, the student's kernel has seen their source (IPython keeps
     every cell it ran, in linecache and its history), so no output it made from there on is
     shown: a test cell shows the clean run's verdict (`clean`: grade_id -> its result), any

@@ -49,7 +49,7 @@ from zerobook.classroom.limits import Bounds, job_env, mechanism
 from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S, StepFailed, nbgrader
 from zerobook.classroom.release import lab_names
 from zerobook.classroom.watchdog import Watchdog
-from zerobook import untrusted
+from zerobook.trust import untrusted
 
 
 @dataclass

@@ -173,7 +173,7 @@ STRINGS = {
 GRADER = (
     "zerobook.labs",
     "zerobook.classroom",
-    "zerobook.report_guard",
+    "zerobook.trust.report_guard",
     "zerobook.data_parallel.inflight",
     "zerobook.data_parallel.comm",
     "zerobook.launcher.dist",

@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import sys
 
-from zerobook.graded_rank import GRADED_ENV
+from zerobook.trust.graded_rank import GRADED_ENV
 from zerobook.classroom import limits, unseen
 from zerobook.classroom.sandbox_contents import (
     folders_to,
@@ -216,7 +216,7 @@ class RankSandbox:
     def wrap(self, argv: list[str], report_dir: str, environ: dict) -> list[str]:
         writable = [report_dir, *self.writable]
         environ[GRADED_ENV] = (
-            "1"  # each rank confined (zerobook.graded_rank), --no-sandbox too
+            "1"  # each rank confined (zerobook.trust.graded_rank), --no-sandbox too
         )
         return command(
             argv,

@@ -3,7 +3,7 @@
     python -m zerobook.classroom.sandbox_kernel -f CONNECTION_FILE [KERNEL ARGUMENTS]
     kernelspec(folder)   # a "python3" kernelspec that starts it: put folder first on JUPYTER_PATH
 
-The kernel works in a copy of its notebook's folder (zerobook.untrusted.copy_tree), bound at the
+The kernel works in a copy of its notebook's folder (zerobook.trust.untrusted.copy_tree), bound at the
 folder's path, in the sandbox of zerobook.classroom.sandbox.command, under its limits.
 """
 
@@ -15,7 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from zerobook import run_cache, untrusted
+from zerobook import run_cache
+from zerobook.trust import untrusted
 from zerobook.classroom.sandbox import command, set_limits
 
 

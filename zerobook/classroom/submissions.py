@@ -4,7 +4,7 @@
     submission_problem(root, lab, student)   # why it cannot be graded (a link, too big), or None
     to_grade(labs, root, wanted, everyone)   # [(lab, student, digest)] new or changed
 
-A submission is read with lstat before anything opens it (zerobook.untrusted): a link, a FIFO or a
+A submission is read with lstat before anything opens it (zerobook.trust.untrusted): a link, a FIFO or a
 device is refused by name. A grade depends on the submission's files, the course's notebook of the
 lab and its hidden parameters (`digest`); grading_state.json keeps each one's digest, so a class is
 graded again only where something changed.
@@ -16,7 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from zerobook import untrusted
+from zerobook.trust import untrusted
 from zerobook.classroom.clean_run import hidden_env
 from zerobook.classroom.release import release_lab
 

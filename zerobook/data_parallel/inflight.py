@@ -26,7 +26,7 @@ one numbering for all three), ["wait", i], ["broadcast", numel], [name] for any 
 collective. Beside each event, `counts` holds the process group's own count of the collectives
 it has run (kept in C++): a lab's harness asks `tampered()` whether the list still agrees with
 it (a collective recorded where the count did not move was written by someone else), and each
-event leaves the process as it is recorded, to the rank's watcher (zerobook.witness), which the
+event leaves the process as it is recorded, to the rank's watcher (zerobook.trust.witness), which the
 grader compares the reported `record()` with.
 """
 
@@ -36,7 +36,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
 
-from zerobook import witness
+from zerobook.trust import witness
 
 HELD = ("reduce_scatter_tensor", "all_gather_into_tensor")  # (output, input) held
 OTHERS = (
@@ -143,7 +143,7 @@ class InFlight:
         self.counts.append(sequence_number(group))
         witness.send(
             event, self.counts[-1]
-        )  # to the rank's watcher, now (zerobook.witness)
+        )  # to the rank's watcher, now (zerobook.trust.witness)
 
     def record(self) -> dict:
         """The raw record, for a report: the grader checks it against the witness's lines."""

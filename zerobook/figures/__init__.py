@@ -12,7 +12,7 @@ page (HTML and JavaScript). Notebook side: nothing here runs in a rank.
     widgets        the stage explorer (HTML and JavaScript, or ipywidgets), HTML tables
     step_explorer  the step explorer (zerobook/assets/perfmodel.js, the JavaScript twin of
                    zerobook.perfmodel, predicts in the page)
-    gpu            what only a GPU measured (a saved zerobook.gpu_record)
+    gpu            what only a GPU measured (a saved zerobook.pages.gpu_record)
     capstone       the capstone's loss curves and its resumed run
 
 Old names still work (zerobook/_moved.py): zerobook.plots is charts, zerobook.diagrams is

@@ -1,4 +1,4 @@
-"""Figures drawn from a saved GPU record (zerobook.gpu_record): what only a GPU measured.
+"""Figures drawn from a saved GPU record (zerobook.pages.gpu_record): what only a GPU measured.
 
 fig = offload_memory_chart(record.section("offload")["16"])
 """

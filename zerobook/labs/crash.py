@@ -181,7 +181,7 @@ class _At:
         if exc is None or not isinstance(exc, Exception):
             return False  # KeyboardInterrupt, SystemExit: not the student's step
         from zerobook.labs.withhold import ForbiddenImport, Withheld
-        from zerobook.report_guard import TamperError
+        from zerobook.trust.report_guard import TamperError
 
         if isinstance(exc, (Withheld, ForbiddenImport, TamperError)):
             return False  # borrowing the course's code, tampering: the run scores 0

@@ -210,7 +210,7 @@ def main() -> None:
         parity = difference(model, reference(me, run["steps"][0]["average"]))
     params = {name: p.numel() for name, p in model.named_parameters()}
     zb.report(
-        record=flight.record(),  # checked against its witness (zerobook.witness)
+        record=flight.record(),  # checked against its witness (zerobook.trust.witness)
         **run,
         failed=steps.failed,  # zerobook.labs.crash
         params=params,

@@ -85,7 +85,7 @@ def load_student(path: str, withheld=()):
             f"student file {path!r} not found: run the cell that writes it"
         )
     import zerobook
-    from zerobook import report_guard
+    from zerobook.trust import report_guard
     from zerobook.launcher import dist
     from zerobook.labs import untouched
 

@@ -21,7 +21,7 @@ from zerobook.data_parallel.inflight import every_group_count
 from zerobook.labs import hints
 from zerobook.labs.harness import call_student, forbid, load_student, parse_args, refuse
 from zerobook.labs.withhold import ForbiddenImport, Withheld
-from zerobook.report_guard import TamperError
+from zerobook.trust.report_guard import TamperError
 
 PARTS = ["correct", "bytes"]
 # the course's ring: what this lab grades

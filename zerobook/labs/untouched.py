@@ -11,7 +11,7 @@ modules the harnesses use and of the builtins, and how many torch function and d
 (`__torch_function__` / `__torch_dispatch__` interceptors) are active; `check` raises
 TamperError naming whatever differs. What the harness replaces itself (its recorded collectives)
 may differ from what it was when the file was loaded, but only by the course's own functions
-(`collectives=True`); the harness's own functions are `zerobook.report_guard`'s.
+(`collectives=True`); the harness's own functions are `zerobook.trust.report_guard`'s.
 
 A replacement that puts itself back before the next check, or code that rewrites torch below
 Python (ctypes, a kernel registered with torch.library), is not caught here: the classroom's
@@ -31,7 +31,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
-from zerobook.report_guard import TamperError
+from zerobook.trust.report_guard import TamperError
 
 # classes: their own functions and descriptors; modules: their functions and classes
 CLASSES = (

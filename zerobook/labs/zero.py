@@ -283,7 +283,7 @@ def main() -> None:
         )
     model = model_from(SEED, me)
     zb.report(
-        record=flight.record(),  # checked against its witness (zerobook.witness)
+        record=flight.record(),  # checked against its witness (zerobook.trust.witness)
         runs=runs,
         failed=steps.failed,  # zerobook.labs.crash
         params={name: p.numel() for name, p in model.named_parameters()},

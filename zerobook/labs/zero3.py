@@ -276,7 +276,7 @@ def main() -> None:
             n: {"numel": p.numel(), "dim": p.dim()} for n, p in model.named_parameters()
         }
         zb.report(
-            record=flight.record(),  # checked against its witness (zerobook.witness)
+            record=flight.record(),  # checked against its witness (zerobook.trust.witness)
             **run,
             failed=steps.failed,  # zerobook.labs.crash
             parity=parity(seen, me) if steps.going else None,

@@ -204,11 +204,11 @@ def report(**values) -> None:
 
     Several calls merge (a later key wins). Run without `zb.torchrun`, the values are printed.
     """
-    from zerobook import report_guard
+    from zerobook.trust import report_guard
 
     report_guard.check(
         inspect.currentframe().f_back
-    )  # in a lab: only the harness reports (zerobook.report_guard)
+    )  # in a lab: only the harness reports (zerobook.trust.report_guard)
     text = json.dumps(
         values, default=_jsonable
     )  # fails here, in the rank, on bad values

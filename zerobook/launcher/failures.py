@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from zerobook import untrusted
+from zerobook.trust import untrusted
 
 TAIL_LINES = 25
 # the most the launcher reads of a rank's report, failure or signal record, finish mark
@@ -42,7 +42,7 @@ class LaunchError(RuntimeError):
 
 
 def run_file(path: Path, limit: int) -> str | None:
-    """The text a rank left at `path` (None if none), read as untrusted (zerobook.untrusted):
+    """The text a rank left at `path` (None if none), read as untrusted (zerobook.trust.untrusted):
     LaunchError if it is not a regular file of at most `limit` bytes (a link, a FIFO...)."""
     try:
         return untrusted.read_text(path, limit) if os.path.lexists(path) else None
@@ -64,7 +64,7 @@ def records(report_dir: str, kind: str) -> list[dict]:
 def issue_tokens(report_dir: str, nproc: int, attempts: int, name=".token") -> dict:
     """A secret per rank and attempt, left where only that rank's zerobook.launcher.rank_entry reads it
     (and deletes it before its target runs: rank -> the tokens that prove it finished), or
-    its watcher (name=".wtoken": zerobook.witness.take_token)."""
+    its watcher (name=".wtoken": zerobook.trust.witness.take_token)."""
     import secrets
 
     tokens: dict[int, set[str]] = {}

@@ -25,7 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from zerobook import witness
+from zerobook.trust import witness
 from zerobook.launcher import start_method, zygote
 from zerobook.launcher.command import (
     FORK_SAFE_CUDA_CHECK,
@@ -88,7 +88,7 @@ class RunResult:
     log: str
     seconds: float
     lines: dict[int, list[str]] = field(default_factory=dict, repr=False)
-    # what each rank's watcher saw (zerobook.witness)
+    # what each rank's watcher saw (zerobook.trust.witness)
     witnessed: dict[int, list | None] = field(default_factory=dict, repr=False)
 
     @property

@@ -12,7 +12,7 @@ saw, so the watcher records the signal that ended its rank, if one did. The rank
 handlers before it leaves by `os._exit` (which would skip them).
 (`python -m torch.distributed.run ... -m zerobook.launcher.rank_entry TARGET` runs it the usual way too.)
 
-In a grading sandbox's run, the rank is confined before its target runs (zerobook.graded_rank:
+In a grading sandbox's run, the rank is confined before its target runs (zerobook.trust.graded_rank:
 it cannot start a process, and the other ranks cannot read its memory).
 
 TARGET is a module name (`zerobook.runs.hello`) or a path to a `.py` file. When it returns, this
@@ -34,7 +34,7 @@ import sys
 import traceback
 import warnings
 
-from zerobook import graded_rank, witness
+from zerobook.trust import graded_rank, witness
 from zerobook.launcher import lifeline
 from zerobook.launcher.lifetime import die_with_parent, name_rank
 from zerobook.launcher.dist import (
@@ -66,9 +66,9 @@ def run_target(target: str, args: list[str]) -> None:
 
 
 def verify_report() -> None:
-    """A lab's report file must be exactly what zb.report wrote (zerobook.report_guard)."""
+    """A lab's report file must be exactly what zb.report wrote (zerobook.trust.report_guard)."""
     from zerobook.launcher.dist import REPORT_DIR_ENV, this_rank
-    from zerobook.report_guard import verify_written
+    from zerobook.trust.report_guard import verify_written
 
     if os.environ.get(REPORT_DIR_ENV):
         verify_written(os.environ[REPORT_DIR_ENV], this_rank())
@@ -159,7 +159,9 @@ def main(argv: list[str]) -> None:
     fresh_signals()
     die_with_parent(signal.SIGKILL)  # torchrun's agent killed outright: nobody stops us
     forget_failure()  # after a restart (torchrun --max-restarts), the last attempt's is history
-    read_fd, write_fd = os.pipe()  # the rank's record, witnessed (zerobook.witness)
+    read_fd, write_fd = (
+        os.pipe()
+    )  # the rank's record, witnessed (zerobook.trust.witness)
     child = os.fork()
     if child:
         os.close(write_fd)
@@ -173,7 +175,7 @@ def main(argv: list[str]) -> None:
 
 def watch(child: int, read_fd: int) -> None:
     """The rank's parent: pass torchrun's signals on, keep what the rank's record sends it
-    (zerobook.witness), wait, and end as the rank ended. A rank a signal ended is recorded
+    (zerobook.trust.witness), wait, and end as the rank ended. A rank a signal ended is recorded
     first (torchrun's summary of the ranks it forked names only the first failure it saw,
     often a peer that merely lost this one); a clean end returns."""
     folder, rank = os.environ.get(REPORT_DIR_ENV), this_rank()

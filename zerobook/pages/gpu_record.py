@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from zerobook.saved import RESULTS  # the GPU records live among the saved results
+from zerobook.pages.saved import RESULTS  # the GPU records live among the saved results
 
 MISSING = (
     "No GPU host has run `make gpu-check` for this book yet: there is no measurement to "

@@ -23,7 +23,7 @@ def folded(name: str, value) -> str:
 def answer(name: str, value) -> None:
     """Glue `value` as `name` for the book (never displayed in place); display it folded for JupyterLab."""
     from IPython.display import HTML, display
-    from zerobook.glue import glue
+    from zerobook.pages.glue import glue
 
     glue(name, value, display=False)
     display(HTML(folded(name, value)))

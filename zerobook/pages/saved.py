@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
 def result(name: str) -> Path:

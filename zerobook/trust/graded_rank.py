@@ -69,7 +69,7 @@ def no_new_process_filter(machine: str) -> bytes:
 
 def undumpable() -> None:
     """This process's memory and files unreadable by the other processes of its uid (its
-    /proc entries root's): the rank's watcher, which keeps a secret (zerobook.witness)."""
+    /proc entries root's): the rank's watcher, which keeps a secret (zerobook.trust.witness)."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 

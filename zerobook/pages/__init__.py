@@ -1,0 +1,15 @@
+"""pages: what a chapter's page uses besides its figures — the numbers it states and the
+measurements it shows. Notebook side.
+
+    answers     an exercise's computed answer, folded in JupyterLab, removed from the book
+    glue        a value a chapter computed, kept for the book's {glue} references
+    saved       the course's saved measurements (benchmarks/results/), found from any folder
+    gpu_record  the newest `make gpu-check` record from a GPU host, with its device and date
+
+Old names still work (zerobook/_moved.py): zerobook.glue, zerobook.answers, zerobook.saved and
+zerobook.gpu_record are these modules.
+"""
+
+from zerobook._lazy import submodules
+
+__getattr__, __dir__ = submodules(__name__, __path__)

@@ -1,0 +1,17 @@
+"""trust: what keeps a graded run honest when the student's code runs inside it. Rank side.
+
+    graded_rank   what a graded rank may not do: start a process (seccomp), or be read by its
+                  peers (undumpable); zerobook.launcher.rank_entry confines it before the lab
+    report_guard  a harness's reports guarded against the student's file in the same process
+    witness       a rank's collectives witnessed as they happen by its watcher, a process the
+                  rank's code cannot reach; the grader refuses a record that differs
+    untrusted     reading and writing where a sandbox can write: regular files only, never
+                  through a link, never more than a bound
+
+Old names still work (zerobook/_moved.py): zerobook.graded_rank, zerobook.report_guard,
+zerobook.witness and zerobook.untrusted are these modules.
+"""
+
+from zerobook._lazy import submodules
+
+__getattr__, __dir__ = submodules(__name__, __path__)
