@@ -22,3 +22,22 @@ def test_the_book_tests_phase_collects_every_book_test():
     assert marked <= collected, (
         f"marked book outside {BOOK_FILES}: {marked - collected}"
     )
+
+
+def test_the_readme_places_every_test_file_in_one_room():
+    """README's "The tests, by room": each tests/test_*.py named once, none that is not there."""
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## The tests, by room", 1)[1].split("\n## ", 1)[0]
+    listed = [
+        name.strip()
+        for row in table.splitlines()
+        if row.startswith("| ") and not row.startswith(("| room", "| ---"))
+        for name in row.split(" | ")[1].rstrip(" |").split(",")
+    ]
+    files = sorted(
+        p.stem.removeprefix("test_") for p in (ROOT / "tests").glob("test_*.py")
+    )
+    assert sorted(listed) == files, (
+        set(listed) ^ set(files),
+        [n for n in set(listed) if listed.count(n) > 1],
+    )
