@@ -16,7 +16,8 @@ notebook's tests grade those reports.
       zero_events      the step read from its events: layout, state, buckets, overlap, traffic
       zero_held        the gradient bytes a rank holds, and when each bucket was retired
     zero3            Lab 5: the student's ZeRO-3, every collective named by its unit
-      zero3_record     the run's record on each rank: collectives, held bytes, the optimizer's
+      zero3_record     the run's record on each rank: which unit each collective carried,
+                       what the student's object holds between steps
       zero3_events     the checks: parity, kept, peak, traffic, forward and backward prefetch
       freed            freed storage caught before torch reads it: a named error, no SIGSEGV
     fsdp2            Lab 6: the student's FSDP2 set-up: precision, prefetch, checkpoints
@@ -30,7 +31,7 @@ before it failed), hints (what an error most likely means), means, student_state
 weights_used.
 
 The experiments that chapters and benchmarks launch live in `zerobook.runs`; what both need
-lives in library modules (`zerobook.train.training`, `zerobook.fsdp2`, `zerobook.train.sharded_checkpoint`).
+lives in library modules (`zerobook.train`, `zerobook.fsdp2`).
 Old names still work (zerobook/_moved.py): zerobook.zero3_events, zerobook.freed, ... are these
 modules.
 """
