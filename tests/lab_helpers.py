@@ -1,6 +1,8 @@
 """What the lab tests share: a lab's solution, a solution with a planted mistake, the rank
 script a release hands out, a visible test run on a student file."""
 
+import pytest
+
 import zerobook as zb
 
 
@@ -72,8 +74,6 @@ def slow_where_graded(names, graded: dict[str, str]) -> list:
     """`names` as parameters; a name in `graded` (this test's mistake -> the name under which
     tests/test_careless.py grades the same replacement end to end) is marked slow: it runs in
     make test-grading beside its corpus entry, not in make test's 8 minutes."""
-    import pytest
-
     return [
         pytest.param(n, marks=pytest.mark.slow) if n in graded else n
         for n in sorted(names)
