@@ -57,12 +57,11 @@ WORKERS := $(shell $(PYTHON) -c "import os; f = getattr(os, 'sched_getaffinity',
 PYTEST := $(PY) -m pytest -p tests.nbcache --nbval-lax --nbval-current-env \
           --numprocesses=$(WORKERS) --dist loadfile --no-loadscope-reorder
 PHASES := $(PY) tests/phases.py
-# Lab 0's instructor notebook runs once, as the reference submission of the grading round trip
-# (tests/test_grading.py: every cell ran, none failed, full marks), so nbval leaves it out. The
-# capstone's trains 800 steps on 3 ranks (minutes of a 2-core machine): make test runs its
-# solution on a 40-step schedule (tests/test_capstone_short.py), make test-grading the notebook
-# in full (tests/test_grading_labs.py: the reference's full marks, hidden tests included).
-LAB0   := --ignore=labs/setup_check/setup_check.ipynb --ignore=labs/capstone/capstone.ipynb
+# The capstone's instructor notebook trains 800 steps on 3 ranks (minutes of a 2-core machine):
+# make test runs its solution on a 40-step schedule (tests/test_capstone_short.py), make
+# test-grading the notebook in full (tests/test_grading_labs.py: the reference's full marks,
+# hidden tests included).
+LONG_LABS := --ignore=labs/capstone/capstone.ipynb
 
 # Executes every notebook (the cache is emptied first, so nothing stale is shown); a cell that
 # raises or warns fails the build.
@@ -81,17 +80,21 @@ pdf: $(STAMP)
 
 # Each notebook is executed once: nbval runs every chapter and every lab's instructor notebook
 # (its solutions and hidden tests: full marks) beside the unit tests, the launcher's failure modes
-# and Lab 0's grading round trip (which runs Lab 0's); the book is then built from the outputs nbval kept
-# (_build/.jupyter_cache), and tested as a reader meets it. The time of each phase is printed.
+# and each lab's harness on an untouched release (tests/test_labs.py); the book is then built from
+# the outputs nbval kept (_build/.jupyter_cache), and tested as a reader meets it. The time of
+# each phase is printed. What grades a class (the round trips, each harness's feedback on planted
+# mistakes, the hostile and careless classes) is make test-grading's: CI runs it after make test.
 test: $(STAMP)
 	@mkdir -p _build && rm -rf $(CACHE)
 	@$(PHASES) \
-	  "tests and notebooks" "$(PYTEST) tests chapters labs $(LAB0) -m 'not book and not slow'" \
+	  "tests and notebooks" "$(PYTEST) tests chapters labs $(LONG_LABS) -m 'not book and not slow'" \
 	  "book" "$(LABS_FOR_BOOK) && $(BOOK) > _build/book.log 2>&1 || (tail -n 80 _build/book.log; exit 1)" \
 	  "book tests" "$(PY) -m pytest tests/test_book*.py -m book --numprocesses=$(WORKERS) --dist load"
 
-# The instructor's full grading round trip of every lab after Lab 0 (release, submit the
-# instructor notebook and the untouched release, autograde, feedback): CI runs it after make test.
+# The instructor's full grading round trip of every lab (release, submit the instructor notebook,
+# the untouched release and planted mistakes, autograde, feedback), each harness's feedback on
+# planted mistakes (tests/test_lab_*.py) and the hostile, careless, forged and bounded classes:
+# CI runs it after make test.
 test-grading: $(STAMP)
 	$(PY) -m pytest tests -m slow --numprocesses=$(WORKERS) --dist loadgroup
 

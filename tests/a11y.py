@@ -17,8 +17,8 @@ CONTRAST = {
     "resultTypes": ["violations"],
 }
 RUN_AXE = """
-const [options, done] = [arguments[0], arguments[arguments.length - 1]];
-axe.run(document, options).then(
+const [options, context, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]];
+axe.run(context, options).then(
   (r) => done(r.violations.map((v) => ({rule: v.id, impact: v.impact,
                                         where: v.nodes.map((n) => n.target.join(" "))}))),
   (e) => done([{rule: "axe failed", impact: "critical", where: [String(e)]}]));
@@ -26,8 +26,15 @@ axe.run(document, options).then(
 SERIOUS = {"serious", "critical"}
 
 
-def serious_violations(browser, options: dict) -> list[str]:
-    """Run the vendored axe-core on the page open in `browser`, its colours settled (under
+# Code cells' syntax colours are the same few on every page: `code_contrast` checks each one
+# (light and dark) from the colours the browser computed, so axe, for which a code cell is
+# thousands of coloured spans (~40% of its time on a chapter), leaves them out.
+NOT_CODE = {"exclude": [[".highlight"]]}
+
+
+def serious_violations(browser, options: dict, context: dict = NOT_CODE) -> list[str]:
+    """Run the vendored axe-core on the page open in `browser` (`context`: axe's, the whole
+    page but its code cells unless told), its colours settled (under
     load, axe once flagged the dark theme's search button on one page, which passes alone:
     most likely a colour read before its transition ended): its serious and critical
     violations, each as "rule (impact): the CSS paths of the first elements at fault"."""
@@ -37,7 +44,7 @@ def serious_violations(browser, options: dict) -> list[str]:
     browser.set_script_timeout(120)
     return [
         f"{v['rule']} ({v['impact']}): {', '.join(v['where'][:3])}"
-        for v in browser.execute_async_script(RUN_AXE, options)
+        for v in browser.execute_async_script(RUN_AXE, options, context)
         if v["impact"] in SERIOUS
     ]
 
@@ -58,3 +65,49 @@ def forget_theme(browser) -> None:
     browser.execute_script(
         "localStorage.removeItem('mode'); localStorage.removeItem('theme')"
     )
+
+
+# Each colour a code cell's text is drawn in, and the opaque background under it: the span's
+# own, else the nearest of its code block's and that block's ancestors'.
+CODE_COLOURS = """
+const found = {};
+const opaque = c => !(c === 'transparent' || /, 0\\)$/.test(c));
+for (const pre of document.querySelectorAll('.bd-article .highlight pre')) {
+  let el = pre, under = null;
+  while (el && !under) { const c = getComputedStyle(el).backgroundColor; if (opaque(c)) under = c; el = el.parentElement; }
+  for (const e of [pre, ...pre.querySelectorAll('span')]) {
+    if (!e.textContent.trim()) continue;
+    const style = getComputedStyle(e);
+    const pair = style.color + ' on ' + (opaque(style.backgroundColor) ? style.backgroundColor : under);
+    found[pair] = found[pair] || (e.className || 'pre') + ': ' + e.textContent.trim().slice(0, 30);
+  }
+}
+return found;
+"""
+
+
+def contrast_ratio(fg: str, bg: str) -> float:
+    """WCAG 2.x's contrast ratio of two opaque CSS colours "rgb(r, g, b)" (as axe computes it)."""
+
+    def luminance(colour: str) -> float:
+        rgb = [int(v) / 255 for v in colour[colour.index("(") + 1 : -1].split(",")]
+        r, g, b = [
+            c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb
+        ]
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def code_contrast(browser) -> list[str]:
+    """Each colour of the open page's code cells below WCAG AA's 4.5:1 against its background,
+    or not opaque (its contrast depends on what is beneath), with the token that shows it."""
+    bad = []
+    for pair, token in browser.execute_script(CODE_COLOURS).items():
+        fg, bg = pair.split(" on ")
+        if not (fg.startswith("rgb(") and bg.startswith("rgb(")):
+            bad.append(f"{token!r}: {pair} (not opaque)")
+        elif (ratio := contrast_ratio(fg, bg)) < 4.5:
+            bad.append(f"{token!r}: {pair}, {ratio:.2f}:1")
+    return bad

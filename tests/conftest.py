@@ -12,13 +12,15 @@ TARGETS = ROOT / "tests" / "targets"
 # make test's first phase hands whole files to its workers (--dist loadfile) in the order
 # collected (--no-loadscope-reorder): these, the longest on 2 cores, go first, so that none
 # starts when the rest is nearly done (Lab 0's round trip, ~3.5 min, once began last and set
-# the phase's length); then the other files, those with the most items first.
+# the phase's length; it is make test-grading's now); then the other files, those with the most
+# items first.
 LONGEST_FIRST = (
-    "tests/test_grading.py",
     "tests/test_launch.py",
     "tests/test_launch_fresh.py",
     "tests/test_fresh_notebooks.py",
     "tests/test_capstone_short.py",
+    "chapters/zeropp.ipynb",
+    "chapters/memory_accounting.ipynb",
     "labs/fsdp2/fsdp2.ipynb",
     "chapters/scaling_out.ipynb",
 )

@@ -1,8 +1,6 @@
 """What the lab tests share: a lab's solution, a solution with a planted mistake, the rank
 script a release hands out, a visible test run on a student file."""
 
-import pytest
-
 import zerobook as zb
 
 
@@ -68,23 +66,3 @@ def released_rank_script(lab: str) -> str:
         if c.metadata.get("nbgrader", {}).get("grade_id") == "rank_script"
     )
     return cell.source.split("\n", 1)[1]
-
-
-def slow_where_graded(names, graded: dict[str, str]) -> list:
-    """`names` as parameters; a name in `graded` (this test's mistake -> the name under which
-    tests/test_careless.py grades the same replacement end to end) is marked slow: it runs in
-    make test-grading beside its corpus entry, not in make test's 8 minutes."""
-    return [
-        pytest.param(n, marks=pytest.mark.slow) if n in graded else n
-        for n in sorted(names)
-    ]
-
-
-def same_replacements_graded(lab: str, olds: dict[str, str], graded: dict[str, str]):
-    """The guard of `slow_where_graded`: each mistake the corpus stands for is in
-    tests/test_careless.py's corpus of `lab` and replaces the same text there."""
-    from test_careless import CORPUS
-
-    for mistake, corpus_name in graded.items():
-        replacements = CORPUS[lab][corpus_name][0]
-        assert olds[mistake] in replacements[::2], (lab, mistake, corpus_name)

@@ -13,7 +13,8 @@ import zerobook as zb
 from conftest import ROOT
 from zerobook.trust.graded_rank import ARCHES, GRADED_ENV, no_new_process_filter
 
-pytestmark = pytest.mark.launch
+# grading's sandbox switch on launched ranks: make test-grading
+pytestmark = [pytest.mark.launch, pytest.mark.slow]
 TARGET = ROOT / "tests" / "targets" / "graded_peer.py"
 linux = pytest.mark.skipif(
     not sys.platform.startswith("linux") or platform.machine() not in ARCHES,

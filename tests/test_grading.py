@@ -3,10 +3,11 @@
 The machinery is tested once, on Lab 0, with the full set of submissions (reference, untouched, a
 wrong answer and an infinite loop in one notebook, a notebook that is not JSON); one
 `python -m zerobook.grading grade` call grades them all (as `make grade` does). A rank that calls
-sys.exit() or os._exit() fails its launch like any other failure (tests/test_launch.py). Every other lab: its reference with the hidden tests runs under
-nbval (labs/), its untouched release and wrong answers on the harness (tests/test_labs.py and
-tests/test_lab_<lab>.py), and its
-full round trip in `make test-all` (tests/test_grading_labs.py).
+sys.exit() or os._exit() fails its launch like any other failure (tests/test_launch.py). Every
+lab's reference with the hidden tests runs under nbval in make test (labs/), its untouched release
+on the harness there too (tests/test_labs.py); its wrong answers on the harness
+(tests/test_lab_<lab>.py), this file and every other lab's full round trip
+(tests/test_grading_labs.py) run in make test-grading.
 """
 
 import csv
@@ -17,7 +18,7 @@ import pytest
 from conftest import ROOT
 from grading_helpers import part_scores, round_trip
 
-pytestmark = pytest.mark.grading
+pytestmark = [pytest.mark.grading, pytest.mark.slow]
 
 LAB = "setup_check"
 SOURCE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
@@ -100,8 +101,8 @@ def test_reference_solution_scores_full_marks(graded):
 
 
 def test_the_instructor_notebook_runs_clean_in_every_cell(graded):
-    """Lab 0's instructor notebook is executed here, as the reference submission, and not again
-    under nbval (the Makefile's LAB0): every code cell ran, and none shows an error."""
+    """Lab 0's instructor notebook, executed here as the reference submission (make test runs it
+    under nbval too): every code cell ran, and none shows an error."""
     root, _ = graded
     notebook = json.loads(
         (root / "autograded" / "reference" / LAB / f"{LAB}.ipynb").read_text()

@@ -4,8 +4,8 @@ import pytest
 
 from lab_helpers import visible_test
 
-# starts ranks with torchrun (make test-quick leaves it out)
-pytestmark = pytest.mark.launch
+# starts ranks with torchrun; the labs' feedback on planted mistakes: make test-grading
+pytestmark = [pytest.mark.launch, pytest.mark.slow]
 
 
 COUNTS_TENSORS = '''

@@ -7,8 +7,8 @@ import pytest
 
 import zerobook as zb
 
-# starts ranks with torchrun (make test-quick leaves it out)
-pytestmark = pytest.mark.launch
+# starts ranks with torchrun; the labs' feedback on planted mistakes: make test-grading
+pytestmark = [pytest.mark.launch, pytest.mark.slow]
 
 
 GATHER_TO_RANK_0 = '''
