@@ -6,8 +6,14 @@ import pytest
 from test_perfmodel import predict  # Llama 3 8B on 64 GPUs in nodes of 8, ZeRO-3
 
 from zerobook.accounting.hardware import A100_NODE, H100_NODE
-from zerobook.perfmodel import LLAMA3_8B, LLAMA3_70B
-from zerobook.perfmodel.collectives import link_bytes
+from zerobook.perfmodel import (
+    LLAMA3_8B,
+    LLAMA3_70B,
+    critical_tokens_per_gpu,
+    predict_step,
+)
+from zerobook.perfmodel.collectives import bus_bandwidth, link_bytes
+from zerobook.perfmodel.critical import zeropp_seconds
 from zerobook.perfmodel.step import Layout
 from zerobook.perfmodel.traffic import traffic_per_gpu
 from zerobook.perfmodel.zeropp import QGZ_BYTES, QWZ_BYTES, alltoall_seconds
@@ -90,3 +96,46 @@ def test_hpz_holds_a_secondary_shard_and_each_part_shortens_a_slow_networks_step
 def test_zeropp_refuses_what_it_cannot_price(bad, match):
     with pytest.raises(ValueError, match=match):
         predict(H100_NODE, seq_len=2048, **bad, allow_oom=True)
+
+
+def test_t_star_with_zeropp_prices_each_part_by_its_bytes():
+    """T* with ZeRO++ (zerobook.perfmodel.critical): on 64 H100s the rings across nodes and the
+    ring inside one run at their bus bandwidths; qwZ's int8 weights in both gathers, hpZ's
+    backward gather inside the node in bf16, qgZ's int4 all-to-alls inside and then across."""
+    h, rate = H100_NODE, H100_NODE.peak_flops * H100_NODE.sustained / 6
+    across, inside = bus_bandwidth(64, 8, h), bus_bandwidth(8, 8, h)
+    t_star = lambda *parts: critical_tokens_per_gpu(  # noqa: E731
+        h, world_size=64, gpus_per_node=8, zeropp=parts
+    )
+    ring = 63 / 64 / across
+    assert t_star() == pytest.approx(rate * 6 * ring, rel=1e-12)
+    assert t_star("qwZ") / t_star() == pytest.approx((2 * QWZ_BYTES + 2) / 6, rel=1e-12)
+    assert t_star("hpZ") == pytest.approx(rate * (4 * ring + 2 * 7 / 8 / inside))
+    nics = h.nic_bandwidth * h.nics_per_node / h.gpus_per_node
+    int4 = QGZ_BYTES * 7 / 8 / h.intra_bandwidth + QGZ_BYTES / 8 * 7 / 8 / nics
+    assert t_star("qgZ") == pytest.approx(rate * (4 * ring + int4), rel=1e-12)
+    with pytest.raises(ValueError, match="leave shard_group out"):
+        critical_tokens_per_gpu(h, world_size=64, gpus_per_node=8, shard_group=8,
+                                zeropp=("qwZ",))  # fmt: skip
+    with pytest.raises(ValueError, match="zeropp must name parts"):
+        t_star("qwz")
+
+
+@pytest.mark.parametrize("hardware", [H100_NODE, A100_NODE], ids=["H100", "A100"])
+@pytest.mark.parametrize("nics", [8, 1])
+@pytest.mark.parametrize("parts", [("qwZ",), ("hpZ",), ("qgZ",), ALL], ids="+".join)
+def test_t_star_with_zeropp_is_the_step_models_traffic_less_its_latencies(
+    hardware, nics, parts
+):
+    """T*'s seconds per parameter, times Psi (the root kept through backward, as the step
+    model keeps it), never exceed the step model's communication (its latencies only add):
+    a bound, and within 2% of it for Llama 3 70B behind one NIC a node, where bytes dominate."""
+    hw = hardware.with_(nics_per_node=nics)
+    psi, root = LLAMA3_70B.num_params(), LLAMA3_70B.root_params()
+    forward, backward, reduce = zeropp_seconds(frozenset(parts), 64, 8, 2, 2, hw)
+    bandwidth = psi * (forward + reduce) + (psi - root) * backward
+    p = predict_step(LLAMA3_70B, hw, world_size=64, gpus_per_node=8, stage=3, micro_batch=1,
+                     seq_len=4096, activation_checkpointing="full", zeropp=parts)  # fmt: skip
+    assert p.comm_s >= bandwidth
+    if nics == 1:
+        assert p.comm_s < 1.02 * bandwidth

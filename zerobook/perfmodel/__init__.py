@@ -19,11 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zerobook.accounting import memory
-from zerobook.perfmodel.collectives import (
-    collective_seconds,
-    critical_tokens_per_gpu,
-    nccl_choice,
-)
+from zerobook.perfmodel.collectives import collective_seconds, nccl_choice
+from zerobook.perfmodel.critical import critical_tokens_per_gpu
 from zerobook.perfmodel.models import (
     GPT3_175B,
     LLAMA3_8B,
