@@ -22,6 +22,7 @@ LONGEST_FIRST = (
     "chapters/zeropp.ipynb",
     "chapters/memory_accounting.ipynb",
     "labs/fsdp2/fsdp2.ipynb",
+    "labs/bug_zoo/bug_zoo.ipynb",
     "chapters/scaling_out.ipynb",
 )
 

@@ -60,9 +60,13 @@ POINTS = {
         "test_prefetch": 2,
         "test_checkpoint": 3,
     },
+    "bug_zoo": {"test_skip": 2, "test_uneven": 2, "test_replicas": 2},
 }
 
-WRITTEN = {"fsdp2": ["tradeoff_answer"]}  # answers the instructor grades by hand
+WRITTEN = {
+    "fsdp2": ["tradeoff_answer"],
+    "bug_zoo": ["diagnosis_skip", "diagnosis_uneven", "diagnosis_replicas"],
+}  # answers the instructor grades by hand
 
 
 def capstone_with_the_course_ddp() -> str:

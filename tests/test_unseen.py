@@ -9,7 +9,14 @@ import pytest
 
 from zerobook.classroom import unseen
 
-LABS = ["capstone", "ddp", "ring_allreduce", "zero", "zero3"]  # those that hide any
+LABS = [
+    "bug_zoo",
+    "capstone",
+    "ddp",
+    "ring_allreduce",
+    "zero",
+    "zero3",
+]  # those that hide any
 # torch imported once; each harness then imported in a fork of its own
 PROBE = """
 import json, os, sys, torch

@@ -221,6 +221,7 @@ COURSE = {
     "zero3": ("zerobook.zero",),
     "fsdp2": ("zerobook.fsdp2", "zerobook.train.sharded_checkpoint"),
     "capstone": ("zerobook.data_parallel.ddp", "zerobook.zero"),
+    "bug_zoo": ("zerobook.data_parallel.ddp", "zerobook.runs.gone_wrong"),
 }
 # why PyTorch's implementations matter, by what they implement
 LIBRARY_WHY = {

@@ -24,6 +24,7 @@ notebook's tests grade those reports.
     capstone         Lab 7: the student's DDP and ZeRO-3 train a GPT beside FSDP2
       capstone_checks  curves, clipping, bytes kept, the target, the resume
       capstone_resume  killed and resumed from sharded checkpoints
+    bug_zoo          Lab 8: the student's repaired training loops against a correct one
 
 What every harness shares: harness (import the student's file, call into it safely), withhold
 (the course's implementations kept from the student's file), crash (what a run established
