@@ -118,6 +118,10 @@ def compare(theirs, ours) -> str:
     not, and by how much."""
     for (name, a), b in zip(theirs.named_parameters(), ours.parameters()):
         if not torch.equal(a, b):
+            if not torch.isfinite(a).all():
+                return (
+                    f"{name} holds NaN or inf: a step ran on a loss that was not finite"
+                )
             gap = (a - b).abs().max().item()
             rounding = gap < 1e-6 * max(1.0, b.abs().max().item())
             why = (
