@@ -69,6 +69,21 @@ def test_a_repair_that_drops_only_the_partial_batch_still_hangs_on_21_20_20_samp
     assert MISMATCH in said, said
 
 
+def test_steps_counted_over_the_ranks_share_are_named_as_too_few(tmp_path):
+    """len(x) // (N * batch) after x became the rank's share: every rank agrees, on 2 steps."""
+    student = planted(
+        tmp_path,
+        "bug_zoo",
+        "share",
+        "    steps = len(x) // (n * batch)  # the same on every rank\n"
+        "    x, y = x[rank::n], y[rank::n]\n",
+        "    x, y = x[rank::n], y[rank::n]\n    steps = len(x) // (n * batch)\n",
+    )
+    run = zb.grading.run_part("bug_zoo", student, "uneven", nproc=3, echo=False)
+    said = run.ranks[0]["verdict"]
+    assert "with 55 samples: took 2 steps where a correct loop takes 6" in said, said
+
+
 def test_a_loss_zeroed_instead_of_skipped_is_named_by_the_weights_it_spoils(tmp_path):
     """NaN times 0 is NaN: every rank's weights turn NaN, which the verdict names."""
     student = planted(

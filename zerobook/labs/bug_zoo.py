@@ -19,7 +19,8 @@ all_reduce, divided by N, then p -= lr * grad), which the course's loop repeats:
 
 The lab's broken versions (bugs_student.py) hang or train the replicas apart. Each rank reports
 `verdict` ("" when its weights equal the course's loop, bit for bit; else what differs and
-where), `fingerprint` (the sum of its weights) and `skipped` (the steps the course's loop left
+where, and the steps it took where a correct loop takes another number: backward passes through
+its model, counted by a hook on the last parameter), `fingerprint` (the sum of its weights) and `skipped` (the steps the course's loop left
 out). After the student's loop the ranks gather their step counts (an all-gather): a rank still
 in a step of its own is named by the mismatch.
 """
@@ -94,9 +95,9 @@ def batches(me: zb.Rank, with_inf: bool) -> list:
     return out
 
 
-def course_loop(part: str, model, me: zb.Rank, data) -> int:
-    """What the part asks for, as the course writes it; returns the steps it left out."""
-    lr, skipped = PARAMS["lr"], 0
+def course_loop(part: str, model, me: zb.Rank, data) -> tuple[int, int]:
+    """What the part asks for, as the course writes it; returns (steps taken, steps left out)."""
+    lr, skipped, taken = PARAMS["lr"], 0, 0
     if part == "uneven":
         x, y = data
         steps, b = len(x) // (me.world_size * PARAMS["batch"]), PARAMS["batch"]
@@ -110,18 +111,29 @@ def course_loop(part: str, model, me: zb.Rank, data) -> int:
             skipped += 1
             continue
         course_step(model, loss, lr)
-    return skipped
+        taken += 1
+    return taken, skipped
 
 
-def compare(theirs, ours) -> str:
+def counted(model, count: list):
+    """`model`, each backward pass through it counted in count[0] (a hook on its last
+    parameter, after its gradient is accumulated): the steps a loop of ddp_step takes."""
+    last = list(model.parameters())[-1]
+    last.register_post_accumulate_grad_hook(
+        lambda _: count.__setitem__(0, count[0] + 1)
+    )
+    return model
+
+
+def compare(theirs, ours, took: int, takes: int) -> str:
     """ "" if the two models' weights are equal bit for bit; else the first parameter that is
-    not, and by how much."""
+    not, and by how much (led by the steps, where the student's loop took another number)."""
+    steps = f"took {took} steps where a correct loop takes {takes}: " * (took != takes)
     for (name, a), b in zip(theirs.named_parameters(), ours.parameters()):
         if not torch.equal(a, b):
             if not torch.isfinite(a).all():
-                return (
-                    f"{name} holds NaN or inf: a step ran on a loss that was not finite"
-                )
+                nan = "holds NaN or inf: a step ran on a loss that was not finite"
+                return f"{steps}{name} {nan}"
             gap = (a - b).abs().max().item()
             rounding = gap < 1e-6 * max(1.0, b.abs().max().item())
             why = (
@@ -130,26 +142,30 @@ def compare(theirs, ours) -> str:
                 if rounding
                 else ""
             )
-            return f"{name} differs from the course's loop by up to {gap:.3g}{why}"
+            return (
+                f"{steps}{name} differs from the course's loop by up to {gap:.3g}{why}"
+            )
     return ""
 
 
 def run_student(student, part: str, me: zb.Rank, start, build, data):
-    """The part's function of the student's file on this rank's data; returns its model."""
-    lr = PARAMS["lr"]
+    """The part's function of the student's file on this rank's data; returns its model and
+    the steps it took."""
+    lr, count = PARAMS["lr"], [0]
     if part == "replicas":
-        model = call_student(student, "train_replicas", build, PARAMS["seed"], data, lr)
+        make = lambda: counted(build(), count)  # noqa: E731
+        model = call_student(student, "train_replicas", make, PARAMS["seed"], data, lr)
         if not isinstance(model, torch.nn.Module):
             raise TypeError(
                 f"train_replicas returned {type(model).__name__}: return the model"
             )
-        return model
-    model = copy.deepcopy(start)
+        return model, count[0]
+    model = counted(copy.deepcopy(start), count)
     if part == "uneven":
         call_student(student, "train_uneven", model, data, lr, PARAMS["batch"])
     else:
         call_student(student, "train_skipping", model, data, lr)
-    return model
+    return model, count[0]
 
 
 def main() -> None:
@@ -170,14 +186,15 @@ def main() -> None:
         cases = [batches(me, with_inf=part == "skip")]
     verdicts, skipped = [], 0
     for data in cases:
-        theirs = run_student(student, part, me, start, build, data)
+        theirs, took = run_student(student, part, me, start, build, data)
         done = [None] * me.world_size
         dist.all_gather_object(
             done, "done"
         )  # a rank still in a step of its own: a mismatch
         ours = copy.deepcopy(start)
-        skipped += course_loop(part, ours, me, data)
-        verdicts.append(compare(theirs, ours))
+        takes, left_out = course_loop(part, ours, me, data)
+        skipped += left_out
+        verdicts.append(compare(theirs, ours, took, takes))
     refuse("your repaired loop", student=student, files=files)
     fingerprint = float(sum(p.detach().double().sum() for p in theirs.parameters()))
     said = [f"with {len(d[0])} samples: {v}" if part == "uneven" else v
