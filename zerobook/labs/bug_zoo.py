@@ -97,7 +97,7 @@ def batches(me: zb.Rank, with_inf: bool) -> list:
 
 def course_loop(part: str, model, me: zb.Rank, data) -> tuple[int, int]:
     """What the part asks for, as the course writes it; returns (steps taken, steps left out)."""
-    lr, skipped, taken = PARAMS["lr"], 0, 0
+    lr, skipped = PARAMS["lr"], 0
     if part == "uneven":
         x, y = data
         steps, b = len(x) // (me.world_size * PARAMS["batch"]), PARAMS["batch"]
@@ -105,14 +105,14 @@ def course_loop(part: str, model, me: zb.Rank, data) -> tuple[int, int]:
         data = [(x[i * b : (i + 1) * b], y[i * b : (i + 1) * b]) for i in range(steps)]
     for x, y in data:
         loss = F.mse_loss(model(x), y)
-        bad = torch.tensor([float(not torch.isfinite(loss))], device=me.device)
-        dist.all_reduce(bad)
-        if part == "skip" and bad.item():
-            skipped += 1
-            continue
+        if part == "skip":  # any rank's loss not finite: every rank skips the step
+            bad = torch.tensor([float(not torch.isfinite(loss))], device=me.device)
+            dist.all_reduce(bad)
+            if bad.item():
+                skipped += 1
+                continue
         course_step(model, loss, lr)
-        taken += 1
-    return taken, skipped
+    return len(data) - skipped, skipped
 
 
 def counted(model, count: list):
