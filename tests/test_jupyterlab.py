@@ -233,11 +233,19 @@ def run_all(b, wait):
     assert not b.execute_script(ERRORS)
 
 
-NOTEBOOK = "const notebook = window.jupyterapp.shell.currentWidget;\n"
+NOTEBOOK = (  # the main area's notebook: JupyterLab 4.6's currentWidget is null until focused
+    "const notebook = [...window.jupyterapp.shell.widgets('main')]"
+    ".find(w => w.sessionContext);\n"
+)
 CODE_CELLS = (
     NOTEBOOK
     + "const code = [...notebook.content.model.cells].filter(c => c.type === 'code');\n"
 )
+KERNEL_IDLE = (
+    NOTEBOOK
+    + """const session = notebook && notebook.sessionContext.session;
+return !!(session && session.kernel) && session.kernel.status === 'idle';"""
+)  # asked of the app: JupyterLab 4.6's status bar no longer says "Idle"
 RAN = (
     CODE_CELLS
     + """return notebook.sessionContext.session.kernel.status === 'idle'
@@ -289,7 +297,7 @@ def test_chapter_reads_in_jupyterlab(jupyterlab, tmp_path):
             180,
             lambda d: d.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-MarkdownCell"),
         )
-        wait(180, lambda d: "Idle" in d.find_element(By.ID, "jp-main-statusbar").text)
+        wait(180, lambda d: d.execute_script(KERNEL_IDLE))
         run_all(b, wait)
         check_prose(b)
         check_answers(b)
