@@ -13,7 +13,9 @@ FSDP2 step time and prefetch overlap (zerobook.runs.zero3_speed); 6. dense matri
 throughput against the datasheet; 7. the performance model's compute time against a measured step; 8. ZeRO-3 offload with and
 without prefetch (zerobook.runs.offload_prefetch: step time, host-to-device copies beside compute
 from the profiler, the allocator's record of one step); 9. the capstone's GPT trained on real text
-in bf16 (zerobook.runs.capstone: tokens/s, held-out bits per byte, a sample).
+in bf16 (zerobook.runs.capstone: tokens/s, held-out bits per byte, a sample); 10. qwZ's
+quantization timed; 11. NCCL_DEBUG=INFO of one all-reduce, kept whole (zerobook.launcher.nccl_log
+reads it).
 Each section is recorded as it ends; one that fails records its error and the next one runs.
 """
 
@@ -386,6 +388,32 @@ def quantize(gpus: int) -> dict:
     }
 
 
+def nccl_debug(gpus: int, tmp: str) -> dict:
+    """NCCL_DEBUG=INFO of one all-reduce (zerobook.runs.hello) on every GPU of this host, a file
+    per process (NCCL_DEBUG_FILE), kept whole; and what zerobook.launcher.nccl_log reads in it
+    (the gone_wrong chapter shows both, labelled with this host)."""
+    from zerobook.launcher import nccl_log
+
+    folder = Path(tmp) / "nccl-debug"
+    folder.mkdir()
+    env = {
+        "NCCL_DEBUG": "INFO",
+        "NCCL_DEBUG_SUBSYS": "INIT,NET,ENV",
+        "NCCL_DEBUG_FILE": str(folder / "nccl.%h.%p.log"),
+    }
+    launch("hello", (gpus, "nccl", env), [], 300)
+    text = "".join(path.read_text() for path in sorted(folder.glob("nccl.*.log")))
+    facts = nccl_log.read(text)
+    return {
+        "text": text,
+        "ranks": sorted(facts["ranks"]),
+        "complete": sorted(facts["complete"]),
+        "network": sorted(facts["network"]),
+        "links": dict(facts["links"]),
+        "findings": nccl_log.findings(facts),
+    }
+
+
 def run_sections(
     gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None, parallel=6
 ) -> dict:
@@ -417,6 +445,7 @@ def run_sections(
             env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
         ),
         "bandwidth": lambda: bandwidth(gpus) if gpus else "skipped: no GPU",
+        "nccl_debug": lambda: nccl_debug(gpus, tmp) if gpus else "skipped: no GPU",
         "step_times": lambda: (
             step_times(gpus, SPEED_MODEL) if gpus else "skipped: no GPU"
         ),

@@ -370,6 +370,24 @@ def quantize(section) -> list[str]:
     ]
 
 
+def nccl_debug(section) -> list[str]:
+    lines = ["## 11. NCCL_DEBUG=INFO of one all-reduce on every GPU", ""]
+    if failed(section):
+        return lines + failed(section)
+    said = section["findings"] or ["nothing zerobook.launcher.nccl_log knows of"]
+    return lines + [
+        f"Ranks {section['ranks']}, Init COMPLETE from {section['complete']}; network "
+        f"{section['network']}; links {section['links']}. Findings:",
+        "",
+        *[f"- {line}" for line in said],
+        "",
+        "```",
+        section["text"].rstrip(),
+        "```",
+        "",
+    ]
+
+
 def render(results: dict) -> str:
     device = results["environment"].get("device", "CPU")
     parts = header(results)
@@ -407,4 +425,6 @@ def render(results: dict) -> str:
         parts += capstone(results["capstone"])
     if "quantize" in results:
         parts += quantize(results["quantize"])
+    if "nccl_debug" in results:
+        parts += nccl_debug(results["nccl_debug"])
     return "\n".join(parts)

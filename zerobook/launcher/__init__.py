@@ -15,6 +15,7 @@ the rank's side (dist, rank_entry, rank_records, lifeline, lifetime) runs in eve
     rank_records   what a failed rank leaves for the launcher: its exception, or the signal
     rank_output    torchrun's combined output split by rank
     failures       how a run failed, in words: the rank that failed first, and why (LaunchError)
+    nccl_log       NCCL_DEBUG=INFO read: the network, each channel's link, ranks that never started
     run_processes  a run's processes found, asked where they are, stopped
     lifetime       Linux's parent-death signal: no process outlives the one that started it
     lifeline       the same on every platform, by polling the parent
