@@ -31,6 +31,7 @@ receive (N-1)/N S either way), per-channel bandwidth caps.
 
 from __future__ import annotations
 
+import functools
 import math
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
@@ -202,10 +203,13 @@ def in_network(size, n, k, hw) -> list:
     return out
 
 
+# a step prices the same few collectives in every layer: each is computed once
+@functools.lru_cache(maxsize=65_536, typed=True)
 def nccl_choice(
     kind: str, size_bytes: float, *, world_size: int, gpus_per_node: int, hardware
 ) -> tuple:
-    """(algorithm, protocol, seconds): the fastest candidate, as NCCL's tuner picks."""
+    """(algorithm, protocol, seconds): the fastest candidate, as NCCL's tuner picks (a pure
+    function of its arguments, so remembered: `hardware` is a frozen dataclass)."""
     check(kind, size_bytes, world_size, gpus_per_node, hardware.gpus_per_node)
     n, k = world_size, min(world_size, gpus_per_node)
     if n == 1 or size_bytes == 0:
