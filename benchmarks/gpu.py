@@ -15,7 +15,7 @@ without prefetch (zerobook.runs.offload_prefetch: step time, host-to-device copi
 from the profiler, the allocator's record of one step); 9. the capstone's GPT trained on real text
 in bf16 (zerobook.runs.capstone: tokens/s, held-out bits per byte, a sample); 10. qwZ's
 quantization timed; 11. NCCL_DEBUG=INFO of one all-reduce, kept whole (zerobook.launcher.nccl_log
-reads it).
+reads it); 12. an FP8 matrix multiply (torch._scaled_mm) beside bf16's.
 Each section is recorded as it ends; one that fails records its error and the next one runs.
 """
 
@@ -388,6 +388,30 @@ def quantize(gpus: int) -> dict:
     }
 
 
+def fp8_matmul(n: int = 8192, repeats: int = 10) -> dict:
+    """FLOP/s of an n x n x n product in float8 e4m3 (torch._scaled_mm, one scale a tensor, a
+    bf16 result: what torchao's float8 training runs, and why FSDP2 can gather its weights in
+    FP8) beside bf16's, on an FP8 tensor core (compute capability 8.9 and up)."""
+    if torch.cuda.get_device_capability() < (8, 9):
+        return "skipped: no FP8 tensor core (compute capability below 8.9)"
+    a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
+    one = torch.ones((), device="cuda")
+    run = lambda: torch._scaled_mm(
+        a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16
+    )  # noqa: E731
+    for _ in range(3):
+        run()
+    begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    begin.record()
+    for _ in range(repeats):
+        run()
+    end.record()
+    torch.cuda.synchronize()
+    fp8 = 2 * n**3 * repeats / (begin.elapsed_time(end) / 1e3)
+    return {"n": n, "fp8": fp8, "bf16": matmul(n, torch.bfloat16)}
+
+
 def nccl_debug(gpus: int, tmp: str) -> dict:
     """NCCL_DEBUG=INFO of one all-reduce (zerobook.runs.hello) on every GPU of this host, a file
     per process (NCCL_DEBUG_FILE), kept whole; and what zerobook.launcher.nccl_log reads in it
@@ -446,6 +470,7 @@ def run_sections(
         ),
         "bandwidth": lambda: bandwidth(gpus) if gpus else "skipped: no GPU",
         "nccl_debug": lambda: nccl_debug(gpus, tmp) if gpus else "skipped: no GPU",
+        "fp8_matmul": lambda: fp8_matmul() if gpus else "skipped: no GPU",
         "step_times": lambda: (
             step_times(gpus, SPEED_MODEL) if gpus else "skipped: no GPU"
         ),

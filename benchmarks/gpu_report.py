@@ -388,6 +388,24 @@ def nccl_debug(section) -> list[str]:
     ]
 
 
+def fp8_matmul(section, device: str) -> list[str]:
+    lines = ["## 12. FP8 matrix multiply (torch._scaled_mm) beside bf16", ""]
+    if failed(section):
+        return lines + failed(section)
+    sheet = datasheet(device) or {}
+    ref = sheet.get("fp8_dense")
+    return lines + [
+        f"{section['n']} x {section['n']} x {section['n']}, e4m3 inputs, one scale a tensor, "
+        "bf16 out:",
+        "",
+        "| FP8 TFLOP/s | bf16 TFLOP/s | FP8 / bf16 | FP8 datasheet (dense) |",
+        "| --- | --- | --- | --- |",
+        f"| {section['fp8'] / TFLOPS:.1f} | {section['bf16'] / TFLOPS:.1f} | "
+        f"{section['fp8'] / section['bf16']:.2f} | {ref / TFLOPS if ref else '-'} |",
+        "",
+    ]
+
+
 def render(results: dict) -> str:
     device = results["environment"].get("device", "CPU")
     parts = header(results)
@@ -427,4 +445,6 @@ def render(results: dict) -> str:
         parts += quantize(results["quantize"])
     if "nccl_debug" in results:
         parts += nccl_debug(results["nccl_debug"])
+    if "fp8_matmul" in results:
+        parts += fp8_matmul(results["fp8_matmul"], device)
     return "\n".join(parts)
