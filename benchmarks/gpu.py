@@ -430,8 +430,8 @@ def nccl_debug(gpus: int, tmp: str) -> dict:
     facts = nccl_log.read(text)
     return {
         "text": text,
-        "ranks": sorted(facts["ranks"]),
-        "complete": sorted(facts["complete"]),
+        "ranks": nccl_log.ranks(facts),
+        "complete": sorted(facts["comms"][key]["rank"] for key in facts["complete"]),
         "network": sorted(facts["network"]),
         "links": dict(facts["links"]),
         "findings": nccl_log.findings(facts),

@@ -18,12 +18,12 @@ def test_a_healthy_two_node_ring_has_nothing_to_say():
     facts = nccl_log.read(nccl_log.example(nodes=2, gpus=4))
     assert facts["version"] == "2.30.1+cuda12.9"
     assert facts["network"] == {"IB"}
-    assert sorted(facts["ranks"]) == list(range(8))
-    assert {r["nodes"] for r in facts["ranks"].values()} == {2}
-    assert {r["host"] for r in facts["ranks"].values()} == {"node0", "node1"}
+    assert nccl_log.ranks(facts) == list(range(8))
+    assert {c["nodes"] for c in facts["comms"].values()} == {2}
+    assert {host for host, pid, comm in facts["comms"]} == {"node0", "node1"}
     # 2 channels a rank: 3 of a node's 4 ranks send inside it, the 4th to the next node
     assert facts["links"] == {"P2P": 12, "NET/IB/GDRDMA": 4}
-    assert facts["complete"] == set(range(8))
+    assert facts["complete"] == set(facts["comms"])
     assert nccl_log.findings(facts) == []
 
 
@@ -47,7 +47,36 @@ def test_a_rank_that_never_finished_starting_is_named():
     ]
     assert len(stuck) == len(lines) - 1
     said = nccl_log.findings(nccl_log.read("\n".join(stuck)))
-    assert said == [s for s in said if "rank(s) 3 began" in s] and said
+    assert len(said) == 1 and said[0].startswith(
+        "rank 3 of 4 (node1, pid 4001) began"
+    ), said
+
+
+def test_a_second_communicator_that_hangs_is_not_hidden_by_the_first():
+    """A job makes several communicators (a mesh's dimensions, point-to-point pairs): rank 0 of
+    one finishing says nothing of rank 0 of another."""
+    first = nccl_log.example(nodes=1, gpus=2)
+    second = [
+        line.replace("0x55", "0x77")
+        for line in first.splitlines()
+        if "node0:4000:" in line and "COMPLETE" not in line
+    ]
+    said = nccl_log.findings(nccl_log.read(first + "\n".join(second)))
+    assert len(said) == 1 and said[0].startswith("rank 0 of 2 (node0, pid 4000)"), said
+
+
+def test_gpudirect_on_grace_and_a_plugins_network_are_read():
+    """NCCL prints /GDRDMA(PCI) on Grace's C2C systems; a plugin names its own network."""
+    for via, kind in (
+        ("NET/IB/0/GDRDMA(PCI)", "NET/IB/GDRDMA"),
+        ("NET/IBext_v8/0/GDRDMA", "NET/IBext_v8/GDRDMA"),
+        ("NET/IBext_v8/0", "NET/IBext_v8"),
+        ("P2P/CUMEM/read", "P2P"),
+    ):
+        assert nccl_log.transport(via) == kind
+    text = nccl_log.example(gdr=False).replace("NET/IB/", "NET/IBext_v8/")
+    said = nccl_log.findings(nccl_log.read(text))
+    assert len(said) == 1 and said[0].startswith("4 network links without"), said
 
 
 def test_one_node_of_two_is_not_the_whole_log():
@@ -68,7 +97,8 @@ def test_warnings_with_timestamps_and_foreign_prefixes():
         " NET/IB : No device found.\n"
     )
     facts = nccl_log.read(text)
-    assert facts["links"] == {"P2P": 4} and facts["complete"] == {0, 1}
+    assert facts["links"] == {"P2P": 4} and nccl_log.ranks(facts) == [0, 1]
+    assert facts["complete"] == set(facts["comms"])
     assert nccl_log.findings(facts) == [
         "NCCL warned: node0 (transport/net_ib.cc:95): NET/IB : No device found."
     ]
@@ -95,5 +125,6 @@ def test_a_recorded_log_is_read_whole(section):
     """Every rank of a log make gpu-check recorded finished starting, and said so; what the
     report kept is what the reader reads now."""
     facts = nccl_log.read(section["text"])
-    assert facts["version"] and facts["ranks"]
-    assert facts["complete"] == set(facts["ranks"]) == set(section["ranks"])
+    assert facts["version"] and facts["comms"]
+    assert facts["complete"] == set(facts["comms"])
+    assert nccl_log.ranks(facts) == section["ranks"]
