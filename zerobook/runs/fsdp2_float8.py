@@ -8,9 +8,9 @@ returning the tensors to gather and some metadata; `fsdp_post_all_gather` after 
 whole weight. torchao's WeightWithDynamicFloat8CastTensor (torchao/float8/fsdp_utils.py) casts the
 shard to float8 e4m3 with one scale per weight, the largest magnitude of the whole weight (an
 all-reduce MAX of each shard's) mapped to e4m3's largest number, 448; FSDP2 gathers one byte an
-element, and the FP8 matmul (torch._scaled_mm, on Hopper and Ada GPUs) takes the bytes and the
-scale as they are. `Float8Gathered` makes the same casts and collectives; no FP8 matmul runs here,
-so its post-gather turns the bytes back into the compute dtype.
+element, and the FP8 matmul (torch._scaled_mm, on Hopper, Ada and Blackwell GPUs) takes the bytes
+and the scale as they are. `Float8Gathered` makes the same casts and collectives; no FP8 matmul
+runs here, so its post-gather turns the bytes back into the compute dtype.
 
 Reports, for the course's GPT in bf16 (one FSDP2 unit a block), with the blocks' Linear weights
 gathered in bf16 and then in FP8: all-gather bytes and calls, all-reduces, the loss of each step.
@@ -102,8 +102,9 @@ class Float8Gathered(torch.Tensor):
         (data,), (scale, rows) = outputs, metadata
         weight = (data[:rows].float() / scale).to(param_dtype)
         if out is not None:
-            # every gather after the first fills the weight's own storage again; what autograd
-            # saved of it in forward is this weight, gathered again, so its version stays
+            # every gather after the first refills the same storage: the same weight again,
+            # so autograd's version check (which would call it a change) is bypassed; torchao
+            # instead only sets the new scale on its FP8 tensor (out._scale)
             with torch.no_grad(), torch.autograd._unsafe_preserve_version_counter(out):
                 out.copy_(weight)
             return None
