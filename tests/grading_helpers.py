@@ -61,12 +61,18 @@ def source(lab: str) -> str:
 
 
 def round_trip(
-    root, submissions, labs, check: bool = True, labs_dir=None, jobs: int = 1
+    root,
+    submissions,
+    labs,
+    check: bool = True,
+    labs_dir=None,
+    jobs: int = 1,
+    timeout: int = 900,
 ) -> subprocess.CompletedProcess:
     """Release `labs` into `root`, submit `submissions(root)` ({lab: {student: notebook}}), and
     grade them all in one call, `jobs` submissions at once (check: that every submission could
-    be graded); return that call. labs_dir: the labs folder (an instructor's private copy),
-    default labs/."""
+    be graded), within `timeout` seconds; return that call. labs_dir: the labs folder (an
+    instructor's private copy), default labs/."""
     run_grading("release", "--only", *labs, root=root, labs=labs_dir)
     for lab, notebooks in submissions(root).items():
         for student, notebook in notebooks.items():
@@ -74,7 +80,9 @@ def round_trip(
             folder.mkdir(parents=True)
             (folder / f"{lab}.ipynb").write_text(notebook)
     jobs_args = ("--jobs", str(jobs)) if jobs > 1 else ()
-    return run_grading("grade", *jobs_args, root=root, check=check, labs=labs_dir)
+    return run_grading(
+        "grade", *jobs_args, root=root, check=check, labs=labs_dir, timeout=timeout
+    )
 
 
 def reference_and_release(labs):
