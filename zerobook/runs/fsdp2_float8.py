@@ -84,9 +84,9 @@ class Float8Gathered(torch.Tensor):
         return Float8Gathered(inner["_tensor"])
 
     def fsdp_pre_all_gather(self, mesh, outer_size, outer_stride, module, mp_policy):
-        """This rank's shard as e4m3 bytes to all-gather, zero rows added up to FSDP2's padded
-        shard (ceil(rows / N) rows), and the weight's scale: 448 over its largest magnitude on
-        any rank (all_reduce MAX of one fp32 number)."""
+        """This rank's shard as e4m3 bytes to all-gather, zero rows added up to
+        FSDP2's padded shard (ceil(rows / N) rows), and the weight's scale: 448 over
+        its largest magnitude on any rank (all_reduce MAX of one fp32 number)."""
         amax = self._tensor.abs().max().float().clamp(min=1e-12)
         dist.all_reduce(amax, op=dist.ReduceOp.MAX, group=mesh.get_group())
         scale = torch.finfo(E4M3).max / amax
@@ -96,15 +96,15 @@ class Float8Gathered(torch.Tensor):
         return (shard,), (scale, outer_size[0])
 
     def fsdp_post_all_gather(self, outputs, metadata, param_dtype, *, out=None):
-        """The gathered bytes, padding rows dropped, as the whole weight in the compute dtype
-        (torchao keeps them as float8 for the FP8 matmul instead); the bytes are what FSDP2
-        frees after use."""
+        """The gathered bytes, padding rows dropped, as the whole weight in the
+        compute dtype (torchao keeps them in float8 for the FP8 matmul instead);
+        the bytes are what FSDP2 frees after use."""
         (data,), (scale, rows) = outputs, metadata
         weight = (data[:rows].float() / scale).to(param_dtype)
         if out is not None:
-            # every gather after the first refills the same storage: the same weight again,
-            # so autograd's version check (which would call it a change) is bypassed; torchao
-            # instead only sets the new scale on its FP8 tensor (out._scale)
+            # every gather after the first refills the same storage with the same
+            # weight: autograd's version check, which would call it a change, is
+            # bypassed (torchao only sets the new scale on its FP8 tensor there)
             with torch.no_grad(), torch.autograd._unsafe_preserve_version_counter(out):
                 out.copy_(weight)
             return None
