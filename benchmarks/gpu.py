@@ -302,29 +302,34 @@ def capstone(gpus: int) -> dict:
     }
 
 
+def flops_per_second(product, n: int, repeats: int = 10) -> float:
+    """FLOP/s of `product()`, an n x n x n matrix product, on this host's first device: three
+    calls to warm up, then `repeats` timed (CUDA events on a GPU, the wall clock on a CPU)."""
+    for _ in range(3):
+        product()
+    if not gpu_count():
+        start = time.perf_counter()
+        for _ in range(repeats):
+            product()
+        return 2 * n**3 * repeats / (time.perf_counter() - start)
+    begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    begin.record()
+    for _ in range(repeats):
+        product()
+    end.record()
+    torch.cuda.synchronize()
+    return 2 * n**3 * repeats / (begin.elapsed_time(end) / 1e3)
+
+
 def matmul(n: int, dtype: torch.dtype, tf32: bool = False, repeats: int = 10) -> float:
     """FLOP/s of an n x n x n product on this host's first device (CUDA events on a GPU)."""
     device = "cuda" if gpu_count() else "cpu"
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     torch.backends.cuda.matmul.allow_tf32 = tf32
-    for _ in range(3):
-        a @ b
-    if device == "cpu":
-        start = time.perf_counter()
-        for _ in range(repeats):
-            a @ b
-        return 2 * n**3 * repeats / (time.perf_counter() - start)
-    begin, end = (
-        torch.cuda.Event(enable_timing=True),
-        torch.cuda.Event(enable_timing=True),
-    )
-    begin.record()
-    for _ in range(repeats):
-        a @ b
-    end.record()
-    torch.cuda.synchronize()
-    torch.backends.cuda.matmul.allow_tf32 = False
-    return 2 * n**3 * repeats / (begin.elapsed_time(end) / 1e3)
+    try:
+        return flops_per_second(lambda: a @ b, n, repeats)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def matmuls(gpus: int) -> dict:
@@ -397,18 +402,13 @@ def fp8_matmul(n: int = 8192, repeats: int = 10) -> dict:
     a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
     b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
     one = torch.ones((), device="cuda")
-    run = lambda: torch._scaled_mm(
-        a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16
-    )  # noqa: E731
-    for _ in range(3):
-        run()
-    begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-    begin.record()
-    for _ in range(repeats):
-        run()
-    end.record()
-    torch.cuda.synchronize()
-    fp8 = 2 * n**3 * repeats / (begin.elapsed_time(end) / 1e3)
+    fp8 = flops_per_second(
+        lambda: torch._scaled_mm(
+            a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16
+        ),
+        n,
+        repeats,
+    )
     return {"n": n, "fp8": fp8, "bf16": matmul(n, torch.bfloat16)}
 
 

@@ -39,7 +39,6 @@ CHANNEL = re.compile(
     r"Channel (?P<channel>\d+)(?:/\d+)? : (?P<src>\d+)\[\d+\] -> (?P<dst>\d+)\[\d+\]"
     r"(?: \[(?:send|receive)\])? via (?P<via>\S+)"
 )
-CHANNELS = re.compile(r"(?P<coll>\d+) coll channels, .*?(?P<nvls>\d+) nvls channels")
 COMPLETE = re.compile(
     r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<ranks>\d+) .*Init COMPLETE"
 )
@@ -68,8 +67,6 @@ def read(text: str) -> dict:
         "comms": {},
         "complete": set(),
         "links": Counter(),
-        "coll_channels": set(),
-        "nvls_channels": set(),
         "warnings": [],
     }
     for raw in text.splitlines():
@@ -95,9 +92,6 @@ def read(text: str) -> dict:
             facts["complete"].add((*process, m["comm"]))
         elif m := CHANNEL.search(body):
             facts["links"][transport(m["via"])] += 1
-        elif m := CHANNELS.search(body):
-            facts["coll_channels"].add(int(m["coll"]))
-            facts["nvls_channels"].add(int(m["nvls"]))
     return facts
 
 
