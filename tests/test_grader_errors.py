@@ -8,7 +8,6 @@ process but the grader's own can import torch, zerobook or nbgrader.
 """
 
 import csv
-import hashlib
 import json
 import os
 import sysconfig
@@ -20,6 +19,7 @@ from conftest import ROOT
 from grading_helpers import run_grading, source
 
 from zerobook.classroom import feedback, grader_errors, grades_csv, grading_health
+from zerobook.classroom.clean_run import limits_version
 from zerobook.classroom.grade import Outcome
 from zerobook.classroom.relative_paths import relative_paths
 
@@ -252,7 +252,7 @@ def test_grading_broken_mid_run_is_the_instructors_problem(tmp_path):
         (root / "submitted" / student / lab).mkdir(parents=True)
         (root / "submitted" / student / lab / f"{lab}.ipynb").write_text(notebook)
     # the lab's limits already measured: no reference run
-    version = hashlib.sha256(reference.encode()).hexdigest()
+    version = limits_version(ROOT / "labs", lab)
     limits = dict(
         version=version, reference_s=1, part_s=60, cell_s=200, submission_s=600
     )

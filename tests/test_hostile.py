@@ -605,10 +605,18 @@ def ddp_submissions() -> dict[str, str]:
 
 
 def graded_class(
-    tmp_path_factory, lab: str, submissions: dict, points: dict, limit_s: int = 900
+    tmp_path_factory,
+    lab: str,
+    submissions: dict,
+    points: dict,
+    limit_s: int = 900,
+    labs=None,
+    limits: dict | None = None,
 ):
     """One grading run of `submissions` (student -> notebook) of `lab`, in a course
-    directory of its own, stopped after `limit_s`: (root, the grading's process, scores)."""
+    directory of its own, stopped after `limit_s`: (root, the grading's process, scores).
+    labs: an instructor's copy of labs/ (its hidden parameters), default labs/; limits:
+    the lab's limits as if already measured (lab_limits' cache), so no reference run."""
     from grading_helpers import sandbox_or_not
 
     if sandbox_or_not():
@@ -616,12 +624,22 @@ def graded_class(
             "bubblewrap does not work here: hostile submissions are graded only in the sandbox"
         )
     root = tmp_path_factory.mktemp(f"hostile_{lab}")
-    run_grading("release", "--only", lab, root=root)
+    run_grading("release", "--only", lab, root=root, labs=labs)
+    if limits:
+        from conftest import ROOT
+        from zerobook.classroom.clean_run import limits_version
+
+        version = limits_version(labs or ROOT / "labs", lab)
+        (root / "limits.json").write_text(
+            json.dumps({lab: {**limits, "version": version}})
+        )
     for student, notebook in submissions.items():
         folder = root / "submitted" / student / lab
         folder.mkdir(parents=True)
         (folder / f"{lab}.ipynb").write_text(notebook)
-    done = run_grading("grade", "--jobs", "2", root=root, check=False, timeout=limit_s)
+    done = run_grading(
+        "grade", "--jobs", "2", root=root, check=False, timeout=limit_s, labs=labs
+    )
     return root, done, part_scores(root, lab, points)
 
 

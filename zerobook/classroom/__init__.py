@@ -17,6 +17,7 @@ limits        what one submission may use together (processes, memory, disk), an
 watchdog      kills a submission that passes its bounds, recording why
 feedback      what the student and the instructor read afterwards
 nbgrader_app  one nbgrader command on the course
+nbgrader_fork   the commands forked from one process that imported nbgrader (Linux, macOS)
 student_branch  the student versions as a branch of their own, for the lab pages' launch buttons
 tutor_files   AGENTS.md and the names other coding assistants read
 

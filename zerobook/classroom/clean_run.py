@@ -107,14 +107,22 @@ def clean_run(
         )
 
 
+def limits_version(labs: Path, lab: str) -> str:
+    """What lab_limits' cache is keyed by: the instructor's notebook, its hidden parameters
+    (a longer schedule takes longer) and the rule (the collective timeout added)."""
+    source = (labs / lab / f"{lab}.ipynb").read_bytes()
+    hidden = json.dumps(hidden_env(labs, lab)).encode()
+    return hashlib.sha256(source + hidden + b"+collective timeout").hexdigest()
+
+
 def lab_limits(labs: Path, root: Path, lab: str) -> dict:
     """How long a launch and a cell of `lab` may take here: SLACK x the reference's slowest launch
     plus a collective timeout (a rank failing alone leaves its peers waiting that long), at least
     MIN_PART_S; as many as the busiest cell launches, plus CELL_SLACK_S. The reference is timed by a
-    clean run of the instructor's notebook, once per version of it and of this rule (cached)."""
+    clean run of the instructor's notebook, once per `limits_version` (cached in ROOT/limits.json)."""
     cache, source = root / "limits.json", labs / lab / f"{lab}.ipynb"
     known = json.loads(cache.read_text()) if cache.exists() else {}
-    version = hashlib.sha256(source.read_bytes() + b"+collective timeout").hexdigest()
+    version = limits_version(labs, lab)
     if known.get(lab, {}).get("version") == version:
         return known[lab]
     results = clean_run(labs, lab, source)

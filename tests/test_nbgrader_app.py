@@ -1,0 +1,103 @@
+"""One nbgrader command, forked from the server that imported nbgrader once (Linux, macOS) or
+run in a fresh process (Windows): the same output, the same failures, the same timeout, the
+command's own folder and environment, nothing left running (zerobook.classroom.nbgrader_app,
+zerobook.classroom.nbgrader_fork)."""
+
+import os
+import time
+
+import psutil
+import pytest
+
+from zerobook.classroom import nbgrader_app
+from zerobook.classroom.nbgrader_app import StepFailed, nbgrader
+
+CONFIG = """\
+import os, time
+print("config read in", os.getcwd(), "for", os.environ["ZEROBOOK_COURSE_ROOT"])
+if os.environ.get("CONFIG_SLEEPS"):
+    time.sleep(120)
+c = get_config()
+c.CourseDirectory.root = os.environ["ZEROBOOK_COURSE_ROOT"]
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "gradebook.db")
+"""
+WAYS = ["forked", "fresh"]
+
+
+@pytest.fixture
+def course(tmp_path):
+    (tmp_path / "labs").mkdir()
+    (tmp_path / "labs" / "nbgrader_config.py").write_text(CONFIG)
+    (tmp_path / "root").mkdir()
+    return tmp_path / "labs", tmp_path / "root"
+
+
+def way(monkeypatch, name: str) -> None:
+    if name == "forked" and not hasattr(os, "fork"):
+        pytest.skip("no os.fork here: every command is a fresh process")
+    monkeypatch.setattr(nbgrader_app, "FORKED", [name == "forked"])
+
+
+@pytest.mark.parametrize("name", WAYS)
+def test_a_command_runs_in_the_labs_folder_on_its_course_and_prints_the_same(
+    course, monkeypatch, name
+):
+    labs, root = course
+    way(monkeypatch, name)
+    printed = nbgrader(labs, root, "db", "student", "list")
+    assert f"config read in {labs} for {root.resolve()}" in printed, printed
+    assert printed.splitlines()[-1] == "There are 0 students in the database:", printed
+
+
+@pytest.mark.parametrize("name", WAYS)
+def test_a_failing_command_fails_with_its_error(course, monkeypatch, name):
+    labs, root = course
+    way(monkeypatch, name)
+    with pytest.raises(StepFailed, match="^nbgrader autograde exited 1$"):
+        nbgrader(labs, root, "autograde", "no_such_lab", "--student", "ada")
+
+
+@pytest.mark.parametrize("name", WAYS)
+def test_a_command_past_its_timeout_is_killed_and_said_so(course, monkeypatch, name):
+    labs, root = course
+    way(monkeypatch, name)
+    monkeypatch.setenv("CONFIG_SLEEPS", "1")
+    before = set(psutil.pids())
+    started = time.monotonic()
+    with pytest.raises(StepFailed, match="took longer than 5 s"):
+        nbgrader(labs, root, "db", "student", "list", timeout=5)
+    assert time.monotonic() - started < 30
+    time.sleep(0.5)
+    left = [
+        p.cmdline()
+        for p in map(psutil.Process, set(psutil.pids()) - before)
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        if "CONFIG_SLEEPS" in p.environ()
+    ]
+    assert not left, left
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork: no server")
+def test_the_server_ends_with_its_grader():
+    """A grader's server reads its stdin; when the grader is gone it ends."""
+    import subprocess
+    import sys
+
+    code = (
+        "from zerobook.classroom import nbgrader_fork as f; f._server(); "
+        "print(f._SERVER[0][0].pid, flush=True)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    pid = int(done.stdout.split()[-1])
+    deadline = time.monotonic() + 30
+    while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.1)
+    else:
+        assert not psutil.pid_exists(pid), "the server outlived its grader"
