@@ -54,22 +54,26 @@ class Watchdog:
                 continue
 
     def members(self) -> tuple[list[psutil.Process], list[psutil.Process]]:
-        """Every process of the job's sandboxes, and the sandboxes' bwrap processes."""
-        roots, found = [], {}
-        for p in psutil.process_iter(["name", "uids"]):
-            if (
-                self.uid is not None
-                and p.info["uids"]
-                and p.info["uids"].real == self.uid
-            ):
-                found[p.pid] = p
-            if p.info["name"] == "bwrap" and _environ(p).get(JOB_ENV) == self.marker:
-                roots.append(p)
-        for root in roots:
-            found[root.pid] = root
-            for child in _children(root):
-                found[child.pid] = child
-        return list(found.values()), roots
+        """Every process of the job's sandboxes, and the sandboxes' bwrap processes: one
+        read of /proc/PID/status a process (psutil's name and uids took four times the
+        CPU, ~0.1 ms a process of the machine ten times a second, per job)."""
+        table = _status_table()
+        below: dict[int, list[int]] = {}
+        for pid, (_, ppid, _) in table.items():
+            below.setdefault(ppid, []).append(pid)
+        roots = [
+            pid
+            for pid, (name, _, _) in table.items()
+            if name == "bwrap" and _environ(pid).get(JOB_ENV) == self.marker
+        ]
+        found = {pid for pid, (_, _, uid) in table.items() if uid == self.uid}
+        todo, seen = list(roots), set()
+        while todo:  # the sandboxes and everything under them
+            pid = todo.pop()
+            if pid not in seen:
+                seen.add(pid)
+                todo += below.get(pid, [])
+        return _processes(found | seen), _processes(roots)
 
     def check(self, members, roots) -> str | None:
         """Why the job's processes are over a bound now, or None."""
@@ -166,15 +170,41 @@ def _proportional_memory(members) -> int:
     return total
 
 
-def _environ(p: psutil.Process) -> dict:
+def _environ(pid: int) -> dict:
     try:
-        return p.environ()
+        return psutil.Process(pid).environ()
     except psutil.Error:
         return {}
 
 
-def _children(p: psutil.Process) -> list[psutil.Process]:
-    try:
-        return p.children(recursive=True)
-    except psutil.Error:
-        return []
+def _processes(pids) -> list[psutil.Process]:
+    out = []
+    for pid in pids:
+        try:
+            out.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return out
+
+
+def _status_table() -> dict[int, tuple[str, int, int]]:
+    """pid -> (name, parent's pid, real uid) of every process, from /proc/PID/status."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as status:
+                text = status.read(2048)
+        except OSError:  # gone
+            continue
+        name, ppid = "", 0
+        for line in text.split(b"\n"):
+            if line.startswith(b"Name:"):
+                name = line[5:].strip().decode(errors="replace")
+            elif line.startswith(b"PPid:"):
+                ppid = int(line[5:])
+            elif line.startswith(b"Uid:"):
+                table[int(entry)] = (name, ppid, int(line.split()[1]))
+                break
+    return table
