@@ -233,3 +233,22 @@ def test_two_graders_never_share_a_job_uid():
     )
     assert other.returncode == 0, other.stderr[-2000:]
     assert other.stdout.strip() != mine and int(other.stdout) in limits.JOB_UIDS
+
+
+def test_the_process_table_reads_as_psutil_reads_it_where_there_is_no_proc():
+    """The watchdog reads /proc/PID/status (Linux); elsewhere psutil: the same parent, uid
+    and name for this process, its parent and a child."""
+    from zerobook.classroom import watchdog
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        mine = {os.getpid(), os.getppid(), child.pid}
+        fast = watchdog._status_table() if os.path.isdir("/proc") else None
+        slow = watchdog._psutil_table()
+        assert mine <= set(slow)
+        assert slow[child.pid][1:] == (os.getpid(), os.getuid())
+        if fast is not None:
+            assert {p: fast[p] for p in mine} == {p: slow[p] for p in mine}
+    finally:
+        child.kill()
+        child.wait()

@@ -188,7 +188,10 @@ def _processes(pids) -> list[psutil.Process]:
 
 
 def _status_table() -> dict[int, tuple[str, int, int]]:
-    """pid -> (name, parent's pid, real uid) of every process, from /proc/PID/status."""
+    """pid -> (name, parent's pid, real uid) of every process, from /proc/PID/status
+    (psutil's, where there is no /proc: macOS)."""
+    if not os.path.isdir("/proc"):
+        return _psutil_table()
     table = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -207,4 +210,12 @@ def _status_table() -> dict[int, tuple[str, int, int]]:
             elif line.startswith(b"Uid:"):
                 table[int(entry)] = (name, ppid, int(line.split()[1]))
                 break
+    return table
+
+
+def _psutil_table() -> dict[int, tuple[str, int, int]]:
+    table = {}
+    for p in psutil.process_iter(["name", "ppid", "uids"]):
+        uids = p.info["uids"]
+        table[p.pid] = (p.info["name"] or "", p.info["ppid"] or 0, uids and uids.real)
     return table
