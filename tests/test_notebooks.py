@@ -277,7 +277,11 @@ def test_the_readmes_grading_times_are_the_saved_measurement():
     own, whole = re.search(
         r"own seconds: (\d+) s; the whole `grade` call: (\d+) s", saved
     ).groups()
-    assert f"{own} s of grading for the seven labs, {whole} s for the" in readme
+    labs = re.search(r"x (\d+) labs", saved).group(1)
+    count = {"7": "seven", "8": "eight", "9": "nine", "10": "ten"}[labs]
+    assert f"{own} s of grading for the {count} labs, {whole} s for the" in readme
+    per_hundred = re.search(r"a class of 100 at this rate: ([\d.]+) h", saved).group(1)
+    assert f"100 × {whole} s" in readme and f"about {per_hundred} hours" in readme
 
 
 def shown_and_check_lines(source: str) -> tuple[int, int]:
