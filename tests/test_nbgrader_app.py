@@ -101,3 +101,21 @@ def test_the_server_ends_with_its_grader():
         time.sleep(0.1)
     else:
         assert not psutil.pid_exists(pid), "the server outlived its grader"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork: no server")
+def test_a_server_that_closes_without_forking_fails_the_command(tmp_path, monkeypatch):
+    import socket
+    import threading
+
+    from zerobook.classroom import nbgrader_fork
+
+    path = str(tmp_path / "socket")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    threading.Thread(target=lambda: listener.accept()[0].close(), daemon=True).start()
+    monkeypatch.setattr(nbgrader_fork, "_server", lambda: path)
+    code, printed = nbgrader_fork.command(["--version"], tmp_path, dict(os.environ), 30)
+    listener.close()
+    assert code == 1 and "did not run the command" in printed

@@ -42,20 +42,29 @@ def command(argv, cwd, env, timeout) -> tuple[int | None, str]:
             conn.settimeout(timeout)
             reader = conn.makefile("r")
             try:
-                pid = int(reader.readline().split()[1])
+                said = reader.readline().split()
             except TimeoutError:  # the server never forked: nothing to kill
                 return None, ""
+            except ConnectionError:  # closed, the request unread
+                said = []
+            if len(said) != 2:  # the server closed the connection without forking
+                return 1, "Error: nbgrader's fork server did not run the command"
+            pid = int(said[1])
             try:
                 said = reader.readline().split()
             except TimeoutError:
                 _kill(pid)
                 return None, ""
+            except ConnectionError:  # the fork ended without saying how
+                said = []
             except BaseException:
                 _kill(pid)
                 raise
         code = int(said[1]) if said else -signal.SIGKILL  # killed before it could say
-        printed = open(out, errors="replace").read() if os.path.exists(out) else ""
-        return code, printed
+        if not os.path.exists(out):
+            return code, ""
+        with open(out, errors="replace") as printed:
+            return code, printed.read()
 
 
 def _kill(pid: int) -> None:
