@@ -14,12 +14,24 @@ from zerobook.classroom.nbgrader_app import StepFailed, nbgrader
 
 CONFIG = """\
 import os, time
-print("config read in", os.getcwd(), "for", os.environ["ZEROBOOK_COURSE_ROOT"])
+print("config read in", os.getcwd(), "for", os.environ["ZEROBOOK_COURSE_ROOT"], flush=True)
 if os.environ.get("CONFIG_SLEEPS"):
     time.sleep(120)
+if os.environ.get("CONFIG_STARTS"):  # a child holding nbgrader's fds 1 and 2, as a kernel
+    import subprocess, sys
+    subprocess.run([sys.executable, "-c", os.environ["CONFIG_STARTS"]], check=True)
 c = get_config()
 c.CourseDirectory.root = os.environ["ZEROBOOK_COURSE_ROOT"]
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "gradebook.db")
+"""
+KERNEL = """\
+import os
+try:
+    os.ftruncate(1, 0)
+    os.lseek(1, 0, os.SEEK_SET)
+except OSError:  # a pipe: neither
+    pass
+os.write(1, b"written by the kernel\\n")
 """
 WAYS = ["forked", "fresh"]
 
@@ -119,3 +131,17 @@ def test_a_server_that_closes_without_forking_fails_the_command(tmp_path, monkey
     code, printed = nbgrader_fork.command(["--version"], tmp_path, dict(os.environ), 30)
     listener.close()
     assert code == 1 and "did not run the command" in printed
+
+
+@pytest.mark.parametrize("name", WAYS)
+def test_a_kernel_can_add_to_nbgraders_output_but_not_erase_it(
+    course, monkeypatch, name
+):
+    """A process nbgrader starts (a kernel) holds its stdout: a pipe either way, never the
+    file the fork's output is copied into (which it could truncate, rewrite or read)."""
+    labs, root = course
+    way(monkeypatch, name)
+    monkeypatch.setenv("CONFIG_STARTS", KERNEL)
+    printed = nbgrader(labs, root, "db", "student", "list")
+    assert f"config read in {labs}" in printed, printed
+    assert "written by the kernel" in printed, printed

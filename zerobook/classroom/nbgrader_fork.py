@@ -36,7 +36,10 @@ def command(argv, cwd, env, timeout) -> tuple[int | None, str]:
     with tempfile.TemporaryDirectory(prefix="zerobook-nbgrader-") as folder:
         out = os.path.join(folder, "printed")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.connect(path)
+            try:
+                conn.connect(path)
+            except OSError:  # the server ended since it was looked at
+                return 1, "Error: nbgrader's fork server did not run the command"
             request = {"argv": list(argv), "cwd": str(cwd), "env": env, "out": out}
             conn.sendall(json.dumps(request).encode() + b"\n")
             conn.settimeout(timeout)
@@ -113,6 +116,31 @@ def serve(path: str) -> None:
             conn.close()
 
 
+PUMP_S = (
+    10  # after nbgrader ends, how long what is still in the pipe may take to arrive
+)
+
+
+def _pipe_into(out: str) -> threading.Thread:
+    """fds 1 and 2 become a pipe that a thread copies into the file `out`: the kernels nbgrader
+    starts inherit the pipe (they may add lines, as to the pipe of a fresh nbgrader), never
+    the file (which they could truncate, rewrite or read)."""
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # not inheritable
+    read_end, write_end = os.pipe()
+
+    def copy() -> None:
+        while chunk := os.read(read_end, 65536):
+            os.write(fd, chunk)
+        os.close(fd)
+
+    pump = threading.Thread(target=copy, daemon=True)
+    pump.start()
+    for stream in (1, 2):
+        os.dup2(write_end, stream)
+    os.close(write_end)
+    return pump
+
+
 def _child(conn: socket.socket) -> None:
     """In the fork: run the request as `python -m nbgrader` would; say pid, then status."""
     code = 1
@@ -120,10 +148,7 @@ def _child(conn: socket.socket) -> None:
         request = json.loads(conn.makefile("r").readline())
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # nbgrader waits for its kernels
         conn.sendall(f"pid {os.getpid()}\n".encode())
-        fd = os.open(request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        for stream in (1, 2):
-            os.dup2(fd, stream)
-        os.close(fd)
+        pump = _pipe_into(request["out"])
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         os.chdir(request["cwd"])
         os.environ.clear()
@@ -149,6 +174,11 @@ def _child(conn: socket.socket) -> None:
                 stream.flush()
             except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
                 pass
+        try:
+            os.close(1), os.close(2)  # the pipe's last writers, once the kernel is gone
+            pump.join(PUMP_S)
+        except Exception:  # noqa: BLE001, S110 - it failed before the pipe was made
+            pass
         try:
             conn.sendall(f"exit {code}\n".encode())
         finally:
