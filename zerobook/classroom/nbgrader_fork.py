@@ -26,6 +26,9 @@ import tempfile
 import threading
 
 _SERVER: list = [None]  # (process, socket path) of this grader's server
+NOT_RUN = "Error: nbgrader's fork server did not run the command"
+# after nbgrader ends, how long what is still in its pipe may take to arrive
+PUMP_S = 10
 _LOCK = threading.Lock()
 
 
@@ -39,7 +42,7 @@ def command(argv, cwd, env, timeout) -> tuple[int | None, str]:
             try:
                 conn.connect(path)
             except OSError:  # the server ended since it was looked at
-                return 1, "Error: nbgrader's fork server did not run the command"
+                return 1, NOT_RUN
             request = {"argv": list(argv), "cwd": str(cwd), "env": env, "out": out}
             conn.sendall(json.dumps(request).encode() + b"\n")
             conn.settimeout(timeout)
@@ -51,17 +54,16 @@ def command(argv, cwd, env, timeout) -> tuple[int | None, str]:
             except ConnectionError:  # closed, the request unread
                 said = []
             if len(said) != 2:  # the server closed the connection without forking
-                return 1, "Error: nbgrader's fork server did not run the command"
+                return 1, NOT_RUN
             pid = int(said[1])
             try:
                 said = reader.readline().split()
-            except TimeoutError:
-                _kill(pid)
-                return None, ""
             except ConnectionError:  # the fork ended without saying how
                 said = []
-            except BaseException:
+            except BaseException as stopped:  # past the timeout, or interrupted
                 _kill(pid)
+                if isinstance(stopped, TimeoutError):
+                    return None, ""
                 raise
         code = int(said[1]) if said else -signal.SIGKILL  # killed before it could say
         if not os.path.exists(out):
@@ -114,11 +116,6 @@ def serve(path: str) -> None:
                 listener.close()
                 _child(conn)
             conn.close()
-
-
-PUMP_S = (
-    10  # after nbgrader ends, how long what is still in the pipe may take to arrive
-)
 
 
 def _pipe_into(out: str) -> threading.Thread:

@@ -66,7 +66,7 @@ class Watchdog:
             for pid, (name, _, _) in table.items()
             if name == "bwrap" and _environ(pid).get(JOB_ENV) == self.marker
         ]
-        found = {pid for pid, (_, _, uid) in table.items() if uid == self.uid}
+        found = {p for p, (_, _, uid) in table.items() if uid == self.uid is not None}
         todo, seen = list(roots), set()
         while todo:  # the sandboxes and everything under them
             pid = todo.pop()
