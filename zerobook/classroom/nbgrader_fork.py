@@ -39,12 +39,12 @@ def command(argv, cwd, env, timeout) -> tuple[int | None, str]:
     with tempfile.TemporaryDirectory(prefix="zerobook-nbgrader-") as folder:
         out = os.path.join(folder, "printed")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            request = {"argv": list(argv), "cwd": str(cwd), "env": env, "out": out}
             try:
                 conn.connect(path)
-            except OSError:  # the server ended since it was looked at
+                conn.sendall(json.dumps(request).encode() + b"\n")
+            except OSError:  # the server ended, or closed, before reading the request
                 return 1, NOT_RUN
-            request = {"argv": list(argv), "cwd": str(cwd), "env": env, "out": out}
-            conn.sendall(json.dumps(request).encode() + b"\n")
             conn.settimeout(timeout)
             reader = conn.makefile("r")
             try:
