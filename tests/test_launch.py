@@ -206,6 +206,23 @@ def test_the_whole_run_timeout_stops_every_rank_saying_where_each_one_was(
     times_out(unique_target("wait_forever.py"))
 
 
+def test_a_timeout_on_a_busy_machine_says_the_run_may_only_have_been_slow(monkeypatch):
+    """A load above the cores is said with both numbers; a quiet machine, or one with no load
+    average (Windows), adds nothing."""
+    from zerobook.launcher.supervisor import busy_note
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert "load 9.3 on 2 core(s)" in busy_note(9.3)
+    assert "longer timeout=" in busy_note(9.3)
+    assert busy_note(1.9) == ""
+
+    def no_load():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(os, "getloadavg", no_load)
+    assert busy_note() == ""
+
+
 def test_two_launches_at_once_both_succeed():
     results = [None, None]
 

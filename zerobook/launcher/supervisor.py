@@ -56,12 +56,32 @@ def supervise(command, env, run, deadline, stream, target, limits=None) -> None:
         except TimedOut:
             pass
         raise RunTimedOut(
-            timeout_message(target, stream), log="\n".join(stream.log)
+            timeout_message(target, stream) + busy_note(), log="\n".join(stream.log)
         ) from None
     finally:
         run_processes.stop(proc, *run)
         proc.stdout.close()
     stream.returncode = proc.returncode
+
+
+def busy_note(load: float | None = None) -> str:
+    """What a timed-out run adds when the machine was busier than its cores (1-minute load
+    average above them): its ranks shared the cores with other work, so it may only have been
+    slow (a 7 s lab run passed 60 s in CI beside three other graders). "" where there is no load
+    average (Windows) or the machine was not busy."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # Windows has none
+            return ""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity else os.cpu_count() or 1
+    if load <= cores:
+        return ""
+    return (
+        f"\n(this machine was busy: load {load:.1f} on {cores} core(s), so the run may only have "
+        "been slow: give it a longer timeout=, or run it again when the machine is quieter)"
+    )
 
 
 def start_agent(command, env, limits):
