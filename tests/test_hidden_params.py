@@ -102,7 +102,14 @@ def test_the_guide_names_the_parameters_each_harness_takes():
     import ast
 
     guide = " ".join((ROOT / "book" / "how_to_use.md").read_text().split())
-    numbers = {"ddp": 2, "zero": 4, "zero3": 5, "capstone": 7, "bug_zoo": 8}
+    numbers = {
+        "ddp": 2,
+        "zero": 4,
+        "zero3": 5,
+        "capstone": 7,
+        "bug_zoo": 8,
+        "zeropp": 9,
+    }
     taking = {}
     for path in sorted((ROOT / "zerobook" / "labs").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -124,6 +124,7 @@ def test_an_untouched_student_file_fails_at_once_without_launching(tmp_path):
         "fsdp2",
         "capstone",
         "bug_zoo",
+        "zeropp",
     ],
 )
 def test_every_part_of_an_untouched_release_scores_nothing_and_launches_nothing(

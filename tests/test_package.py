@@ -196,6 +196,7 @@ LAB_RECORDS = (
     "freed",
     "capstone_checks",
     "capstone_resume",
+    "zeropp_checks",
 )
 
 

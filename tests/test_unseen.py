@@ -16,6 +16,7 @@ LABS = [
     "ring_allreduce",
     "zero",
     "zero3",
+    "zeropp",
 ]  # those that hide any
 # torch imported once; each harness then imported in a fork of its own
 PROBE = """

@@ -31,7 +31,7 @@ from pathlib import Path
 from zerobook.classroom.colab_cell import is_course_cell
 from zerobook.classroom.review_constructs import constructs
 from zerobook.classroom.review_copies import copies
-from zerobook.classroom.review_rules import COURSE, lab_names
+from zerobook.classroom.review_rules import ATTRIBUTES, COURSE, NEEDED, lab_names
 
 # a cell magic after which the cell is still Python (any other: not Python, not reviewed)
 PYTHON_CELLS = ("%%writefile", "%%time", "%%timeit", "%%capture")
@@ -144,6 +144,7 @@ def review(notebook: dict, lab: str) -> list[str]:
     """The flags of a submission of `lab`: each one line, naming the cell, the line, the
     construct and why it matters."""
     names, modules = lab_names(lab), COURSE.get(lab, ())
+    needed = {ATTRIBUTES[name] for name in NEEDED.get(lab, ())}
     found, state = [], []  # (cell, line, code, why)
     for cell, text in student_cells(notebook):
         tree = parsed(text)
@@ -160,6 +161,8 @@ def review(notebook: dict, lab: str) -> list[str]:
         mine = []
         for offset, piece, where in pieces(tree):
             for line, code, why in constructs(piece, names) + copies(piece, modules):
+                if why in needed:
+                    continue
                 mine.append((cell, offset + line, code, why + where))
         seen = set()  # one flag per reason on a line: a.f_back.f_globals is one
         for cell, line, code, why in sorted(mine, key=lambda f: (f[1], -len(f[2]))):

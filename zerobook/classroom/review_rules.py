@@ -222,6 +222,7 @@ COURSE = {
     "fsdp2": ("zerobook.fsdp2", "zerobook.train.sharded_checkpoint"),
     "capstone": ("zerobook.data_parallel.ddp", "zerobook.zero"),
     "bug_zoo": ("zerobook.data_parallel.ddp", "zerobook.runs.gone_wrong"),
+    "zeropp": ("zerobook.zero",),
 }
 # why PyTorch's implementations matter, by what they implement
 LIBRARY_WHY = {
@@ -238,6 +239,8 @@ LIBRARY = {
     "ring_allreduce": (DDP, FSDP, SHARDING, COLLECTIVES),
     "fsdp2": (DDP, SHARDING),  # FSDP2 itself is the lab's point
 }
+# lab -> attributes its own solution needs, not flagged there (Lab 9's node is a process group)
+NEEDED = {"zeropp": ("new_group",)}
 
 
 def lab_names(lab: str) -> dict[str, str]:

@@ -25,6 +25,8 @@ notebook's tests grade those reports.
       capstone_checks  curves, clipping, bytes kept, the target, the resume
       capstone_resume  killed and resumed from sharded checkpoints
     bug_zoo          Lab 8: the student's repaired training loops against a correct one
+    zeropp           Lab 9: the student's qwZ and hpZ: quantizer, quantized gather, node, pieces
+      zeropp_checks  the checks: bounds from the block size, bytes and groups per collective
 
 What every harness shares: harness (import the student's file, call into it safely), withhold
 (the course's implementations kept from the student's file), crash (what a run established

@@ -109,3 +109,25 @@ def zero3(world_size: int):
 def zero(world_size: int):
     """Lab 4's hint(exc, step, where): what every lab's students get wrong."""
     return lambda exc, step, where: common(exc, world_size, where)
+
+
+def zeropp(world_size: int, block: int):
+    """Lab 9's hint(exc, stage, where): a gather buffer of another dtype or size, values not
+    padded to whole blocks, else what every lab's students get wrong."""
+
+    def hint(exc: Exception, stage, where) -> str:
+        said = str(exc)
+        if re.search(r"same (type|dtype)|dtype.*match|must have the same", said):
+            return (
+                "an all-gather's output buffer must have its input's dtype and "
+                f"{world_size} times its elements: int8 codes into an int8 buffer, fp32 "
+                "scales into an fp32 one"
+            )
+        if re.search(rf"shape '\[(-1|\d+), {block}\]' is invalid", said):
+            return (
+                f"pad the values with zeros to a multiple of the block ({block}) before "
+                "you cut them into blocks; dequantize returns the first `numel` again"
+            )
+        return common(exc, world_size, where)
+
+    return hint

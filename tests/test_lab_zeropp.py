@@ -1,0 +1,95 @@
+"""The ZeRO++ lab's (Lab 9) harness against wrong student code: each mistake loses only its
+parts and is named (the block, rank, group or bytes, and what to do); a crash in one stage is
+named by the student's line and leaves the other stages checked."""
+
+import pytest
+
+import zerobook as zb
+from lab_helpers import lab_solution, planted
+from zerobook.labs import zeropp_checks
+
+# starts ranks with torchrun; the labs' feedback on planted mistakes: make test-grading
+pytestmark = [pytest.mark.launch, pytest.mark.slow]
+
+
+def zeropp_problems(student: str) -> dict[str, list[str]]:
+    """Every check's problems, over every rank, of one launch on 4 ranks."""
+    run = zb.grading.run_part("zeropp", student, "zeropp", nproc=4)
+    return {check: zeropp_checks.problems(run, check) for check in zeropp_checks.CHECKS}
+
+
+def test_zeropp_the_reference_passes_every_check_on_every_rank(tmp_path):
+    student = tmp_path / "zeropp_student.py"
+    student.write_text(lab_solution("zeropp"))
+    found = zeropp_problems(str(student))
+    assert not any(found.values()), found
+
+
+CODES = "return steps.round().clamp(-LEVELS, LEVELS).to(torch.int8).flatten(), scales"
+SCALES = "largest = rows.abs().max(dim=1).values"
+GATHER = (
+    "    n = dist.get_world_size(group)\n    codes, scales = quantize(shard, block)\n"
+)
+PIECES = "pieces = zip(all_codes.chunk(n), all_scales.chunk(n))"
+NODES = """    groups = [
+        dist.new_group(list(range(start, start + node_size)))
+        for start in range(0, world, node_size)
+    ]
+    return groups[rank // node_size]"""
+STRIDED = """    nodes = world // node_size
+    groups = [dist.new_group(list(range(s, world, nodes))) for s in range(nodes)]
+    return groups[rank % nodes]"""
+PIECE = "    return full.view(g, -1)[i].clone()"
+SECONDARY = "    full = piece.new_empty(dist.get_world_size(group) * piece.numel())\n    dist.all_gather_into_tensor(full, piece, group=group)"
+PADDED = "rows = F.pad(values.float(), (0, -values.numel() % block)).view(-1, block)"
+
+ZEROPP_MISTAKES = {  # name -> (old, new, the checks that fail, (a check, what it says))
+    "truncated": (CODES, CODES.replace("steps.round().", "steps."), {"quantizer", "gather"},
+                  ("quantizer", "round to the nearest integer (torch.round)")),
+    "one_scale": (SCALES, "largest = rows.abs().max().expand(len(rows))",
+                  {"quantizer", "gather"}, ("quantizer", "each block has its own scale")),
+    "sends_bf16": (GATHER, GATHER.replace("    codes,", "    full = shard.new_empty(n * shard.numel())\n    dist.all_gather_into_tensor(full, shard, group=group)\n    return full\n    codes,"),
+                   {"gather_bytes"}, ("gather_bytes", "its bf16 values, two bytes an element")),
+    "own_scales": (PIECES, "pieces = zip(all_codes.chunk(n), [scales] * n)", {"gather"},
+                   ("gather", "dequantize each rank's codes with that rank's scales")),
+    "float_codes": (CODES, CODES.replace(".to(torch.int8)", ""), {"quantizer", "gather_bytes"},
+                    ("quantizer", "int8, one byte an element")),
+    "strided_nodes": (NODES, STRIDED, {"node"}, ("node", "its node is ranks [0, 1]")),
+    "view_kept": (PIECE, "    return full.view(g, -1)[i]", {"secondary"},
+                  ("secondary", "a view keeps all of `full` alive")),
+    "gather_everywhere": (SECONDARY, "    full = piece.new_empty(dist.get_world_size() * piece.numel())\n    dist.all_gather_into_tensor(full, piece)",
+                          {"backward"}, ("backward", "stays inside the node, ranks [0, 1]")),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("mistake", sorted(ZEROPP_MISTAKES))
+def test_zeropp_a_mistake_loses_only_its_parts_and_is_named(tmp_path, mistake):
+    """Rounding toward zero or one scale for every block costs the quantizer and the gathered
+    values; bf16 on the wire, or float codes, the bytes; another rank's scales the values alone;
+    strided nodes the node; a view kept the secondary piece; a gather over every rank backward's."""
+    old, new, failing, (check, named) = ZEROPP_MISTAKES[mistake]
+    found = zeropp_problems(planted(tmp_path, "zeropp", mistake, old, new))
+    assert {name for name, problems in found.items() if problems} == failing, found
+    assert any(named in problem for problem in found[check]), found[check]
+
+
+def test_zeropp_a_crash_in_one_stage_is_named_and_the_others_still_count(tmp_path):
+    """Values never padded: quantize raises on every rank, so the quantizer and both gather
+    checks say "not checked" with the student's line and the hint; node and hpZ still pass.
+    A piece taken by the global rank raises on ranks 2 and 3 only: the secondary stage is
+    named there, rank 0 and 1's pass."""
+    unpadded = planted(tmp_path, "zeropp", "unpadded", PADDED,
+                       "rows = values.float().view(-1, block)")  # fmt: skip
+    found = zeropp_problems(unpadded)
+    assert {n for n, p in found.items() if p} == {"quantizer", "gather_bytes", "gather"}
+    said = found["quantizer"][0]
+    assert "not checked" in said and "zeropp_student.py, line" in said, said
+    assert "pad the values with zeros to a multiple of the block (64)" in said, said
+    by_rank = planted(tmp_path, "zeropp", "by_rank", "g, i = dist.get_world_size(group), dist.get_rank(group)",
+                      "g, i = dist.get_world_size(group), dist.get_rank()")  # fmt: skip
+    run = zb.grading.run_part("zeropp", by_rank, "zeropp", nproc=4)
+    assert zeropp_checks.problems(run, "secondary", ranks=(0, 1)) == []
+    said = zeropp_checks.problems(run, "secondary", ranks=(2, 3))
+    assert (
+        said and said[0].startswith("rank 2: not checked") and "IndexError" in said[0]
+    ), said

@@ -1,0 +1,229 @@
+"""Lab 9's checks, read from one launch of zerobook.labs.zeropp (notebook side).
+
+    found = zeropp_checks.problems(run, "quantizer")   # [] or what is wrong, rank by rank
+
+Each check takes one rank's report and returns its problems, each naming the block, rank,
+group or bytes at fault and what to do. The bounds are derived, not fitted: an element of a
+block whose largest magnitude is m is off by at most half a step, m/254 (fp32 arithmetic adds
+a few units of 2^-24 of it), and a result cast to bf16 adds at most half of bf16's unit in the
+last place, 2^-8 of its magnitude (7 stored bits).
+"""
+
+from __future__ import annotations
+
+FP32 = 1 + 4 * 127 * 2**-24  # x / scale and code x scale, each rounded in fp32
+BF16_ROUNDING = 2**-8 * (1 + 1 / 254)  # of m, the largest a dequantized value can be
+
+
+def problems(run, check: str, ranks=None) -> list[str]:
+    """The problems of CHECKS[check] on the first rank (of `ranks`, default all) that has any,
+    each led by the rank; "not checked" where the stage it reads failed on that rank."""
+    from zerobook.labs.crash import describe
+
+    stage = STAGE.get(check, check)
+    for rank in range(len(run.ranks)) if ranks is None else ranks:
+        report = run.ranks[rank]
+        failed = report["failed_stages"].get(stage)
+        if failed and failed.get("skipped"):
+            found = [f"not checked: not run, because the {failed['skipped']} stage failed "
+                     "before it (a rank may still have been waiting in its collective)"]  # fmt: skip
+        elif failed:
+            found = [f"not checked ({stage} is needed): {describe(failed)}"]
+        else:
+            found = CHECKS[check](report)
+        if found:
+            return [f"rank {rank}: {problem}" for problem in found]
+    return []
+
+
+def blocks_of(report) -> int:
+    return -(-report["size"] // report["block"])
+
+
+def first_over(blocks: list[dict], bound) -> tuple[int, dict] | None:
+    """The first block whose error is over bound(its largest magnitude)."""
+    for k, b in enumerate(blocks):
+        if b["error"] > bound(b["largest"]):
+            return k, b
+    return None
+
+
+def said_block(k: int, b: dict, block: int, bound: float) -> str:
+    return (
+        f"block {k} (elements {k * block} to {(k + 1) * block - 1}, largest magnitude "
+        f"{b['largest']:.3g}) is off by {b['error']:.3g}, more than its bound {bound:.3g}"
+    )
+
+
+def why_over(k: int, b: dict, blocks: list[dict]) -> str:
+    """What an error over half a step most likely was."""
+    step = b["largest"] / 127
+    if b["error"] <= step * FP32:
+        return (
+            ": up to a whole step, as rounding toward zero errs; round to the nearest "
+            "integer (torch.round) before the cast to int8"
+        )
+    largest = max(x["largest"] for x in blocks)
+    if b["largest"] < largest / 4:
+        return (
+            ": its step is coarser than its own largest value gives, as if another block's "
+            "(or the whole tensor's) largest value set it; each block has its own scale"
+        )
+    return ": was its scale its own largest magnitude over 127?"
+
+
+def check_quantizer(report) -> list[str]:
+    """quantize: int8 codes for the padded values, an fp32 scale per block; dequantize: the
+    first numel values, each within half a step of its own."""
+    q, block, blocks = report["quantizer"], report["block"], blocks_of(report)
+    found = []
+    if q["codes"].get("dtype") != "int8":
+        found.append(
+            f"quantize returned codes of {q['codes']}: int8, one byte an element"
+        )
+    elif q["codes"]["numel"] != blocks * block:
+        found.append(f"quantize returned {q['codes']['numel']} codes for {report['size']} "
+                     f"values: one per element padded to whole blocks, {blocks * block}")  # fmt: skip
+    if q["scales"].get("dtype") != "float32" or q["scales"]["numel"] != blocks:
+        one = (
+            " (one scale for the whole tensor: each block needs its own)"
+            * q["one_scale"]
+        )
+        found.append(f"quantize returned scales of {q['scales']}{one}: float32, one per "
+                     f"block of {block}, {blocks} for {report['size']} values")  # fmt: skip
+    if q["back"].get("numel") != report["size"] or q["back"].get("dtype") != "float32":
+        found.append(f"dequantize(codes, scales, {report['size']}, torch.float32) returned "
+                     f"{q['back']}: the first numel values, as dtype")  # fmt: skip
+    over = first_over(q["blocks"], lambda m: m / 254 * FP32)
+    if over:
+        k, b = over
+        found.append(said_block(k, b, block, b["largest"] / 254 * FP32)
+                     + " (half a step, its largest magnitude / 254)" + why_over(k, b, q["blocks"]))  # fmt: skip
+    return found
+
+
+def check_gather_bytes(report) -> list[str]:
+    """quantized_all_gather sent, in all-gathers over every rank, the N shards' int8 codes and
+    fp32 scales: N x blocks x (block + 4) bytes (S, all-gathers' output), nothing else."""
+    g, n, block, blocks = (
+        report["gather"],
+        report["world_size"],
+        report["block"],
+        blocks_of(report),
+    )
+    want = n * blocks * (block + 4)
+    found = []
+    other = sorted({c["op"] for c in g["collectives"]} - {"all_gather_into_tensor"})
+    if other:
+        found.append(f"quantized_all_gather called {', '.join(other)}: all-gather the "
+                     "codes and the scales (dist.all_gather_into_tensor)")  # fmt: skip
+    if g["unseen"]:
+        found.append(f"quantized_all_gather ran {g['unseen']} collective(s) the meter did "
+                     "not see: use dist.all_gather_into_tensor")  # fmt: skip
+    groups = sorted({tuple(c["ranks"]) for c in g["collectives"] if c["ranks"]})
+    if groups:
+        found.append(f"quantized_all_gather ran over ranks {groups[0]}: over `group` "
+                     "(None here: every rank)")  # fmt: skip
+    sent = sum(c["bytes"] for c in g["collectives"])
+    if sent != want:
+        bf16 = n * report["size"] * 2
+        why = (" (its bf16 values, two bytes an element: quantize before you send)"
+               if sent >= bf16 else "")  # fmt: skip
+        found.append(f"quantized_all_gather moved {sent:,} bytes{why}; {n} ranks' int8 codes "
+                     f"({n} x {blocks} x {block}) and fp32 scales ({n} x {blocks} x 4) are "
+                     f"{want:,}")  # fmt: skip
+    return found
+
+
+def check_gather_values(report) -> list[str]:
+    """Every rank's piece of the gathered weights within its bound of that rank's shard (half a
+    step, and the cast to bf16)."""
+    g, n, size, block = (
+        report["gather"],
+        report["world_size"],
+        report["size"],
+        report["block"],
+    )
+    if g["full"].get("dtype") != "bfloat16" or g["full"].get("numel") != n * size:
+        return [f"quantized_all_gather returned {g['full']}: the {n} shards of {size} "
+                "elements, concatenated, in the shard's dtype (bfloat16)"]  # fmt: skip
+    bound = lambda m: m / 254 * FP32 + m * BF16_ROUNDING  # noqa: E731
+    bad = {r: over for r, p in enumerate(g["pieces"]) if (over := first_over(p, bound))}
+    if not bad:
+        return []
+    r, (k, b) = next(iter(bad.items()))
+    me = report.get("rank", None)
+    found = f"rank {r}'s piece, {said_block(k, b, block, bound(b['largest']))}"
+    if me is not None and me not in bad:
+        found += (": your own piece is right, the others' are not: dequantize each rank's "
+                  "codes with that rank's scales, gathered beside them")  # fmt: skip
+    else:
+        found += (" (half a step and one rounding to bf16): dequantize in float32 and cast "
+                  "once, at the end")  # fmt: skip
+    return [found]
+
+
+def check_node(report) -> list[str]:
+    """node_group: the group of this rank's node, its node_size consecutive ranks."""
+    got, size = report["node"]["ranks"], report["node_size"]
+    start = report["rank"] // size * size
+    want = list(range(start, start + size))
+    if got is None:
+        return [f"node_group returned a {report['node']['type']}: return the "
+                "dist.ProcessGroup of this rank's node"]  # fmt: skip
+    if got != want:
+        return [f"node_group gave rank {report['rank']} the group of ranks {got}; its node "
+                f"is ranks {want} ({size} consecutive ranks a node)"]  # fmt: skip
+    return []
+
+
+def check_secondary(report) -> list[str]:
+    """secondary_piece: piece i of the full weights for the group's i-th rank, bit for bit,
+    holding its own bytes and no more."""
+    kept = report["secondary"]["kept"]
+    if not kept["equal"]:
+        return [f"secondary_piece returned {kept['piece']}, not piece {kept['node_rank']} of "
+                f"the full weights: the i-th rank of the group keeps full.view(g, -1)[i]"]  # fmt: skip
+    if kept["storage"] > kept["bytes"]:
+        return [f"the kept piece holds {kept['storage']:,} bytes of storage for its "
+                f"{kept['bytes']:,}: a view keeps all of `full` alive; keep a copy (.clone())"]  # fmt: skip
+    return []
+
+
+def check_backward_gather(report) -> list[str]:
+    """secondary_gather: all-gathers over the node's ranks alone, the full weights' bytes,
+    the full weights again bit for bit."""
+    s, size = report["secondary"], report["node_size"]
+    if "collectives" not in s:
+        return ["not checked: secondary_piece did not return the piece to gather"]
+    start = report["rank"] // size * size
+    node = tuple(range(start, start + size))
+    found = []
+    wide = [c for c in s["collectives"] if tuple(c["ranks"] or ()) != node]
+    if wide:
+        over = wide[0]["ranks"] or "every rank"
+        found.append(f"secondary_gather ran {wide[0]['op']} over {over}: backward's gather "
+                     f"stays inside the node, ranks {list(node)} (pass `group`)")  # fmt: skip
+    sent = sum(c["bytes"] for c in s["collectives"])
+    if sent != s["full_bytes"] or s["unseen"]:
+        found.append(f"secondary_gather moved {sent:,} bytes in collectives the meter saw "
+                     f"({s['unseen']} unseen); one all-gather of the full weights moves "
+                     f"{s['full_bytes']:,} (dist.all_gather_into_tensor)")  # fmt: skip
+    if not s["equal"]:
+        found.append(f"secondary_gather returned {s['full']}, not the full weights: the "
+                     "pieces of the group's ranks, in their order in the group")  # fmt: skip
+    return found
+
+
+STAGE = {
+    "gather_bytes": "gather",
+    "backward": "secondary",
+}  # the harness's stage each reads
+CHECKS = {
+    "quantizer": check_quantizer,
+    "gather_bytes": check_gather_bytes,
+    "gather": check_gather_values,
+    "node": check_node,
+    "secondary": check_secondary,
+    "backward": check_backward_gather,
+}
