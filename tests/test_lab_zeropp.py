@@ -93,3 +93,30 @@ def test_zeropp_a_crash_in_one_stage_is_named_and_the_others_still_count(tmp_pat
     assert (
         said and said[0].startswith("rank 2: not checked") and "IndexError" in said[0]
     ), said
+
+
+@pytest.mark.parametrize(
+    "patch, named",
+    [
+        (
+            "from zerobook.data_parallel import comm\n"
+            "comm.CommMeter._record_collective = lambda *args: None\n",
+            "CommMeter._record_collective",
+        ),
+        (
+            "import __main__\n"
+            "__main__.block_errors = lambda got, want: [{'error': 0.0, 'largest': 1.0}]\n",
+            "block_errors",
+        ),
+    ],
+    ids=["meter", "errors"],
+)
+def test_zeropp_a_file_that_patches_the_meter_or_the_errors_scores_nothing(
+    tmp_path, patch, named
+):
+    """The meter that counts the bytes and the function that measures each block's error are
+    the harness's: a file that replaces either fails the whole run, naming what it replaced."""
+    student = tmp_path / "zeropp_student.py"
+    student.write_text(lab_solution("zeropp") + "\n" + patch)
+    with pytest.raises(zb.LaunchError, match=f"tampering: .*{named}"):
+        zb.grading.run_part("zeropp", str(student), "zeropp", nproc=4)

@@ -17,6 +17,8 @@ error against the values it came from, every collective's bytes and group (CommM
 storage a kept piece holds; zerobook.labs.zeropp_checks judges it in the notebook.
 """
 
+import sys
+
 import torch
 import torch.distributed as dist
 
@@ -26,7 +28,7 @@ from zerobook.data_parallel.inflight import every_group_count
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
-from zerobook.labs.harness import parse_args, refuse
+from zerobook.labs.harness import parse_args, refuse, trusted
 
 PARTS = ["zeropp"]
 PARAMS = lab_params(seed=2306, block=64)  # an instructor may grade with others
@@ -151,6 +153,9 @@ def main() -> None:
         )
     files = forbid(FORBIDDEN)
     own = node_of(me)  # before the student's file: its groups are its own
+    # what the record depends on, as it is before the student's file runs
+    measured = ("weights", "block_errors", "described", "metered")
+    record = trusted(CommMeter, **dict.fromkeys(measured, sys.modules[__name__]))
     student = load_student(cli.student)
     stages = {"quantizer": lambda: quantizer(student, me),
               "gather": lambda: gather(student, me),
@@ -169,7 +174,7 @@ def main() -> None:
             report.pop(stage, None)
         if not steps.agree(stage) and stage != "quantizer" and not steps.alike:
             apart = stage  # what this rank measured still counts; the next stages wait
-    refuse("your ZeRO++", student=student, files=files)
+    refuse("your ZeRO++", record, student=student, files=files)
     zb.report(**report, failed_stages=failed, rank=me.rank, world_size=me.world_size, node_size=NODE,
               block=BLOCK, size=SIZE, seed=SEED)  # fmt: skip
 
