@@ -68,6 +68,7 @@ POINTS = {
         "test_node": 1,
         "test_secondary": 2,
         "test_backward": 2,
+        "test_train": 2,
     },
 }
 

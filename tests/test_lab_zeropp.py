@@ -45,20 +45,26 @@ PADDED = "rows = F.pad(values.float(), (0, -values.numel() % block)).view(-1, bl
 
 ZEROPP_MISTAKES = {  # name -> (old, new, the checks that fail, (a check, what it says))
     "truncated": (CODES, CODES.replace("steps.round().", "steps."), {"quantizer", "gather"},
-                  ("quantizer", "round to the nearest integer (torch.round)")),
+                  ("gather", "round to the nearest integer (torch.round)")),
     "one_scale": (SCALES, "largest = rows.abs().max().expand(len(rows))",
                   {"quantizer", "gather"}, ("quantizer", "each block has its own scale")),
     "sends_bf16": (GATHER, GATHER.replace("    codes,", "    full = shard.new_empty(n * shard.numel())\n    dist.all_gather_into_tensor(full, shard, group=group)\n    return full\n    codes,"),
                    {"gather_bytes"}, ("gather_bytes", "its bf16 values, two bytes an element")),
-    "own_scales": (PIECES, "pieces = zip(all_codes.chunk(n), [scales] * n)", {"gather"},
+    "own_scales": (PIECES, "pieces = zip(all_codes.chunk(n), [scales] * n)", {"gather", "train"},
                    ("gather", "dequantize each rank's codes with that rank's scales")),
     "float_codes": (CODES, CODES.replace(".to(torch.int8)", ""), {"quantizer", "gather_bytes"},
                     ("quantizer", "int8, one byte an element")),
     "strided_nodes": (NODES, STRIDED, {"node"}, ("node", "its node is ranks [0, 1]")),
-    "view_kept": (PIECE, "    return full.view(g, -1)[i]", {"secondary"},
+    "view_kept": (PIECE, "    return full.view(g, -1)[i]", {"secondary", "train"},
                   ("secondary", "a view keeps all of `full` alive")),
     "gather_everywhere": (SECONDARY, "    full = piece.new_empty(dist.get_world_size() * piece.numel())\n    dist.all_gather_into_tensor(full, piece)",
-                          {"backward"}, ("backward", "stays inside the node, ranks [0, 1]")),
+                          {"backward", "train"}, ("backward", "stays inside the node, ranks [0, 1]")),
+    "zero_scale": ("scales = torch.where(largest == 0, 1.0, largest / LEVELS)", "scales = largest / LEVELS",
+                   {"quantizer"}, ("quantizer", "block 1's scale is 0 or not finite")),
+    "own_node_only": (NODES, "    start = rank // node_size * node_size\n    return dist.new_group(list(range(start, start + node_size)))",
+                      {"node"}, ("node", "node_group made 1 process group(s)")),
+    "short_piece": ("g, i = dist.get_world_size(group), dist.get_rank(group)", "g, i = dist.get_world_size(), dist.get_rank(group)",
+                    {"secondary", "backward", "train"}, ("secondary", "keeps full.view(g, -1)[i]")),
 }  # fmt: skip
 
 
@@ -81,7 +87,12 @@ def test_zeropp_a_crash_in_one_stage_is_named_and_the_others_still_count(tmp_pat
     unpadded = planted(tmp_path, "zeropp", "unpadded", PADDED,
                        "rows = values.float().view(-1, block)")  # fmt: skip
     found = zeropp_problems(unpadded)
-    assert {n for n, p in found.items() if p} == {"quantizer", "gather_bytes", "gather"}
+    assert {n for n, p in found.items() if p} == {
+        "quantizer",
+        "gather_bytes",
+        "gather",
+        "train",
+    }
     said = found["quantizer"][0]
     assert "not checked" in said and "zeropp_student.py, line" in said, said
     assert "pad the values with zeros to a multiple of the block (64)" in said, said

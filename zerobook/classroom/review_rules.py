@@ -222,7 +222,7 @@ COURSE = {
     "fsdp2": ("zerobook.fsdp2", "zerobook.train.sharded_checkpoint"),
     "capstone": ("zerobook.data_parallel.ddp", "zerobook.zero"),
     "bug_zoo": ("zerobook.data_parallel.ddp", "zerobook.runs.gone_wrong"),
-    "zeropp": ("zerobook.zero",),
+    "zeropp": ("zerobook.zero.quantized", "zerobook.zero.hpz", "zerobook.zero.qgz"),
 }
 # why PyTorch's implementations matter, by what they implement
 LIBRARY_WHY = {

@@ -10,17 +10,22 @@ The student's file defines
     node_group(node_size)                           the process group of this rank's node
     secondary_piece(full, group)                    this rank's 1/g of the full weights, kept
     secondary_gather(piece, group)                  the full weights from the node's pieces
-Each stage runs on its own: a stage that raises is reported as failed (zerobook.labs.crash)
+Each stage (quantizer, gather, node, secondary, train) runs on its own: a stage that raises is reported as failed (zerobook.labs.crash)
 and the others still run (after one whose ranks disagree, only those that need no peer).
-The ranks run as two nodes of two. The harness records what it measured, raw: each block's
+The ranks run as two nodes of two; the last stage trains the course's GPT under our ZeRO-3 with
+the student's gathers in its units, beside ZeRO-3's own. The harness records what it measured, raw: each block's
 error against the values it came from, every collective's bytes and group (CommMeter), the
 storage a kept piece holds; zerobook.labs.zeropp_checks judges it in the notebook.
 """
 
+import math
 import sys
+import sysconfig
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch.distributed import distributed_c10d as c10d
 
 import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
@@ -29,15 +34,26 @@ from zerobook.labs import hints
 from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.train import text
+from zerobook.train.models import next_token_loss
+from zerobook.zero import trials
+from zerobook.zero.units import Unit, in_backward
 
 PARTS = ["zeropp"]
 PARAMS = lab_params(seed=2306, block=64)  # an instructor may grade with others
 SEED, BLOCK = PARAMS["seed"], PARAMS["block"]
 NODE = 2  # ranks per node: 4 ranks are two nodes
 SIZE = 1000  # elements of the quantizer's tensor, and of each rank's shard (not a multiple)
-# the course's qwZ, hpZ and qgZ (zerobook.zero.quantized, .hpz, .qgz) and its checks
-FORBIDDEN = ("zerobook.zero", "zerobook.labs.zeropp_checks")
-UNSEEN = ("zerobook.zero", "zerobook.labs.zeropp_checks")  # hidden while graded
+STEPS, ROWS = (
+    12,
+    4,
+)  # the short training: steps, and windows of real text per rank a step
+# the course's qwZ, hpZ and qgZ, and the checks, hidden while graded (zerobook.classroom.unseen);
+# its ZeRO-3, which the short training runs the student's functions in, stays
+FORBIDDEN = ("zerobook.zero.quantized", "zerobook.zero.hpz", "zerobook.zero.qgz",
+             "zerobook.labs.zeropp_checks")  # fmt: skip
+UNSEEN = ("zerobook.zero.quantized", "zerobook.zero.hpz", "zerobook.zero.qgz",
+          "zerobook.labs.zeropp_checks")  # fmt: skip
 
 
 def weights(seed: int, size: int, dtype=torch.float32) -> torch.Tensor:
@@ -77,7 +93,8 @@ def quantizer(student, me: zb.Rank) -> dict:
     values = weights(SEED, SIZE)
     codes, scales = call_student(student, "quantize", values.clone(), BLOCK)
     back = call_student(student, "dequantize", codes, scales, SIZE, torch.float32)
-    return {"codes": described(codes), "scales": described(scales),
+    bad = [k for k, x in enumerate(scales.tolist()) if not 0 < x < float("inf")]
+    return {"codes": described(codes), "scales": described(scales), "bad_scales": bad,
             "back": described(back), "one_scale": scales.numel() == 1,
             "blocks": block_errors(back.reshape(-1)[:SIZE], values)}  # fmt: skip
 
@@ -108,11 +125,25 @@ def gather(student, me: zb.Rank) -> dict:
 
 
 def node(student, me: zb.Rank) -> dict:
-    """node_group(NODE): the global ranks of the group it returned."""
-    group = call_student(student, "node_group", NODE)
+    """node_group(NODE): the global ranks of the group it returned; `made`: the groups it
+    made (dist.new_group calls), `local`: whether one asked for use_local_synchronization
+    (then only a group's members take part)."""
+    made = []
+    original = c10d.new_group
+
+    def counted(*args, **kwargs):
+        made.append(bool(kwargs.get("use_local_synchronization")))
+        return original(*args, **kwargs)
+
+    dist.new_group = c10d.new_group = counted
+    try:
+        group = call_student(student, "node_group", NODE)
+    finally:
+        dist.new_group = c10d.new_group = original
+    out = {"made": len(made), "local": any(made)}
     if not isinstance(group, dist.ProcessGroup):
-        return {"ranks": None, "type": type(group).__name__}
-    return {"ranks": dist.get_process_group_ranks(group)}
+        return {"ranks": None, "type": type(group).__name__, **out}
+    return {"ranks": dist.get_process_group_ranks(group), **out}
 
 
 def secondary(student, me: zb.Rank, group) -> dict:
@@ -136,6 +167,73 @@ def secondary(student, me: zb.Rank, group) -> dict:
             "full_bytes": full.numel() * full.element_size()}  # fmt: skip
 
 
+def yours(student, group):
+    """A unit class for our ZeRO-3 whose gathers are the student's: forward's the quantized
+    all-gather; after forward a block keeps secondary_piece of its full weights (given a
+    copy), and backward rebuilds them with secondary_gather (zerobook.zero.hpz's schedule)."""
+
+    class Yours(Unit):
+        secondary, for_forward = None, False
+
+        def free(self) -> None:
+            keep = self.name != "root" and self.for_forward and self.gathered
+            full = (
+                self.flat.flat.detach().clone() if keep and not in_backward() else None
+            )
+            self.secondary = None
+            if full is not None:
+                self.secondary = call_student(student, "secondary_piece", full, group)
+            self.for_forward = False
+            super().free()
+
+        @torch.no_grad()
+        def start_gather(self):
+            if self.gathered or self.pending is not None:
+                return
+            name = "quantized_all_gather"
+            if in_backward() and self.secondary is not None:
+                name = "secondary_gather"
+                full = call_student(student, name, self.secondary, group)
+            else:
+                self.for_forward = not in_backward()
+                full = call_student(student, name, self.shard, BLOCK)
+            numel = self.flat.flat.numel()
+            if not isinstance(full, torch.Tensor) or full.numel() != numel:
+                raise ValueError(f"in training, {name} returned {described(full)} for "
+                                 f"{self.name}'s {numel} elements (its full weights)")  # fmt: skip
+            self.flat.flat.untyped_storage().resize_(self.full_bytes)
+            self.gathers += 1
+            self.flat.flat.copy_(full.reshape(-1))
+
+    return Yours
+
+
+def train(student, me: zb.Rank, group) -> dict:
+    """STEPS steps of the course's bf16 GPT on real text (asyncio's sources) under our ZeRO-3,
+    twice from one seed: its own units, then the student's (`yours`). Each step's loss, in
+    bits per byte; in step 0, every collective by group, and the bytes each block's kept
+    piece held when forward ended (its padded size for the share it stands for)."""
+    data = text.load(Path(sysconfig.get_paths()["stdlib"]) / "asyncio")[0]
+    curves, first = {}, {}
+    for way, unit_cls in {"ZeRO-3": None, "yours": yours(student, group)}.items():
+        model, zero = trials.zero3(unit_cls)
+        curve = []
+        for step in range(STEPS):
+            with CommMeter() as meter:
+                loss = next_token_loss(model, trials.batch(data, step, me, ROWS))
+                held = {u.name: u.secondary.untyped_storage().nbytes()
+                        for u in zero.units if getattr(u, "secondary", None) is not None}  # fmt: skip
+                loss.backward()
+                zero.step()
+                zero.zero_grad()
+            if step == 0:
+                first[way] = {"sent": meter.summary(by_group=True), "held": held}
+            curve.append(loss.item() / math.log(2))
+        curves[way] = curve
+    padded = {u.name: u.flat.padded for u in zero.units}
+    return {"curves": curves, "first": first, "padded": padded, "element_size": 2}
+
+
 def node_of(me: zb.Rank):
     """The harness's own group of this rank's node (every rank makes every node's group)."""
     groups = [
@@ -154,13 +252,16 @@ def main() -> None:
     files = forbid(FORBIDDEN)
     own = node_of(me)  # before the student's file: its groups are its own
     # what the record depends on, as it is before the student's file runs
-    measured = ("weights", "block_errors", "described", "metered")
-    record = trusted(CommMeter, **dict.fromkeys(measured, sys.modules[__name__]))
+    measured = ("weights", "block_errors", "described", "metered", "quantizer", "gather",
+                "node", "secondary", "yours", "train")  # fmt: skip
+    record = trusted(CommMeter, Unit, zero3=trials, batch=trials, next_token_loss=sys.modules[__name__],
+                     **dict.fromkeys(measured, sys.modules[__name__]))  # fmt: skip
     student = load_student(cli.student)
     stages = {"quantizer": lambda: quantizer(student, me),
               "gather": lambda: gather(student, me),
               "node": lambda: node(student, me),
-              "secondary": lambda: secondary(student, me, own)}  # fmt: skip
+              "secondary": lambda: secondary(student, me, own),
+              "train": lambda: train(student, me, own)}  # fmt: skip
     report, failed, apart = {}, {}, None
     for stage, run in stages.items():
         if apart:  # not run: a peer may still wait in that stage's collective
