@@ -195,3 +195,35 @@ def test_a_lab_whose_run_fails_leads_its_error_with_the_students_line(tmp_path):
         "RuntimeError: on a tensor of 1 float32 element, N = 3 (shorter than N" in first
     )
     assert "shape '[2, -1]' is invalid" in first, first
+
+
+def test_lab_9s_text_gives_the_sizes_its_harness_uses():
+    """Lab 9's notebook states the quantizer's and the pieces' sizes, the ranks and the steps:
+    each one as zerobook.labs.zeropp has it (its defaults; an instructor's hidden block or seed
+    is the lab's to state)."""
+    import json
+
+    from conftest import ROOT
+    from zerobook.labs import zeropp as harness
+
+    cells = json.loads((ROOT / "labs" / "zeropp" / "zeropp.ipynb").read_text())["cells"]
+    markdown = "".join(
+        "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+    )
+    text = " ".join(markdown.split())
+    size, block, node = harness.SIZE, harness.BLOCK, harness.NODE
+    blocks, world = -(-size // block), 2 * node
+    full = size * world
+    for said in (
+        f"{size:,} float32 values in blocks of {block}: int8 codes for the "
+        f"{blocks * block:,} padded elements, {blocks} float32 scales",
+        f"bf16 shard of {size:,} elements, gathered over all {world} ranks",
+        f"$b = \\lceil {size} / B \\rceil$ blocks, where bf16 would move $N \\cdot {2 * size}$",
+        f"the full weights (bf16, {full:,} elements), the harness's own node group of "
+        + {2: "two"}[node],
+        f"rank 0 keeps elements 0 to {full // node - 1:,}",
+        f"each in {2 * full // node:,} bytes of storage",
+        f"moving the full weights' {2 * full:,} bytes",
+        f"for {harness.STEPS} steps",
+    ):
+        assert said in text, said
