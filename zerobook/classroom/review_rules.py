@@ -195,6 +195,7 @@ GRADER = (
     "zerobook.labs.zero_probe",
     "zerobook.labs.zero3_events",
     "zerobook.labs.zero3_record",
+    "zerobook.labs.zeropp_checks",
     "zerobook.capstone_*",
 )
 DDP = ("torch.nn.parallel", "torch.distributed.algorithms", "torch.distributed.Reducer")
