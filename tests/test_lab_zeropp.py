@@ -62,9 +62,14 @@ ZEROPP_MISTAKES = {  # name -> (old, new, the checks that fail, (a check, what i
     "zero_scale": ("scales = torch.where(largest == 0, 1.0, largest / LEVELS)", "scales = largest / LEVELS",
                    {"quantizer"}, ("quantizer", "block 1's scale is 0 or not finite")),
     "own_node_only": (NODES, "    start = rank // node_size * node_size\n    return dist.new_group(list(range(start, start + node_size)))",
-                      {"node"}, ("node", "node_group made 1 process group(s)")),
+                      {"node"}, ("node", "rank 0 asked for ranks [0, 1], rank 2 for [2, 3]")),
     "short_piece": ("g, i = dist.get_world_size(group), dist.get_rank(group)", "g, i = dist.get_world_size(), dist.get_rank(group)",
                     {"secondary", "backward", "train"}, ("secondary", "keeps full.view(g, -1)[i]")),
+    "own_repeated": ("    return torch.cat([dequantize(c, s, shard.numel(), shard.dtype) for c, s in pieces])",
+                     "    return shard.repeat(n)", {"gather", "train"}, ("gather", "it holds your own shard's values (rank 0's)")),
+    "reversed_pieces": ("    dist.all_gather_into_tensor(full, piece, group=group)\n    return full",
+                        "    dist.all_gather_into_tensor(full, piece, group=group)\n    return full.view(2, -1).flip(0).reshape(-1)",
+                        {"backward", "train"}, ("train", "step 0's loss matched (forward's weights were right)")),
 }  # fmt: skip
 
 
@@ -104,6 +109,13 @@ def test_zeropp_a_crash_in_one_stage_is_named_and_the_others_still_count(tmp_pat
     assert (
         said and said[0].startswith("rank 2: not checked") and "IndexError" in said[0]
     ), said
+    said = zeropp_checks.problems(
+        run, "train", ranks=(0,)
+    )  # not run: named by rank 2's error
+    assert "the secondary stage failed before it" in said[0] and "rank 2" in said[0], (
+        said
+    )
+    assert "IndexError" in said[0] and "zeropp_student.py, line" in said[0], said
 
 
 @pytest.mark.parametrize(

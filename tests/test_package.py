@@ -185,6 +185,7 @@ LAB_LIBRARY = (
     "weights_used",
     "crash",
     "hints",
+    "new_groups",
 )
 LAB_RECORDS = (
     "bucket_events",

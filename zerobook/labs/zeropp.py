@@ -25,15 +25,16 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from torch.distributed import distributed_c10d as c10d
 
 import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.data_parallel.inflight import every_group_count
 from zerobook.labs import hints
-from zerobook.labs.crash import Steps
+from zerobook.labs.crash import Steps, run_store
 from zerobook.labs.harness import call_student, forbid, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.labs.new_groups import NewGroups
+from zerobook.launcher.dist import collective_timeout
 from zerobook.train import text
 from zerobook.train.models import next_token_loss
 from zerobook.zero import trials
@@ -118,29 +119,20 @@ def gather(student, me: zb.Rank) -> dict:
         student, "quantized_all_gather", shards[me.rank].clone(), BLOCK
     )
     got = full.reshape(-1).to("cpu") if isinstance(full, torch.Tensor) else None
-    pieces = []
+    pieces, own = [], []  # each piece against its rank's shard, and against this rank's
     if got is not None and got.numel() == SIZE * me.world_size:
         pieces = [block_errors(p, s) for p, s in zip(got.split(SIZE), shards)]
-    return {**sent, "full": described(full), "pieces": pieces}
+        own = [block_errors(p, shards[me.rank]) for p in got.split(SIZE)]
+    return {**sent, "full": described(full), "pieces": pieces, "against_own": own}
 
 
 def node(student, me: zb.Rank) -> dict:
     """node_group(NODE): the global ranks of the group it returned; `made`: the groups it
-    made (dist.new_group calls), `local`: whether one asked for use_local_synchronization
-    (then only a group's members take part)."""
-    made = []
-    original = c10d.new_group
-
-    def counted(*args, **kwargs):
-        made.append(bool(kwargs.get("use_local_synchronization")))
-        return original(*args, **kwargs)
-
-    dist.new_group = c10d.new_group = counted
-    try:
+    made (dist.new_group calls, each checked across ranks: zerobook.labs.new_groups),
+    `local`: whether one asked for use_local_synchronization (only members take part)."""
+    with NewGroups(run_store(), me.rank, me.world_size, collective_timeout()) as made:
         group = call_student(student, "node_group", NODE)
-    finally:
-        dist.new_group = c10d.new_group = original
-    out = {"made": len(made), "local": any(made)}
+    out = {"made": len(made.calls), "local": any(local for _, local in made.calls)}
     if not isinstance(group, dist.ProcessGroup):
         return {"ranks": None, "type": type(group).__name__, **out}
     return {"ranks": dist.get_process_group_ranks(group), **out}
@@ -254,7 +246,7 @@ def main() -> None:
     # what the record depends on, as it is before the student's file runs
     measured = ("weights", "block_errors", "described", "metered", "quantizer", "gather",
                 "node", "secondary", "yours", "train")  # fmt: skip
-    record = trusted(CommMeter, Unit, zero3=trials, batch=trials, next_token_loss=sys.modules[__name__],
+    record = trusted(CommMeter, Unit, NewGroups, zero3=trials, batch=trials, next_token_loss=sys.modules[__name__],
                      **dict.fromkeys(measured, sys.modules[__name__]))  # fmt: skip
     student = load_student(cli.student)
     stages = {"quantizer": lambda: quantizer(student, me),

@@ -25,8 +25,10 @@ def problems(run, check: str, ranks=None) -> list[str]:
         report = run.ranks[rank]
         failed = report["failed_stages"].get(stage)
         if failed and failed.get("skipped"):
+            first = first_failure(run, failed["skipped"])
             found = [f"not checked: not run, because the {failed['skipped']} stage failed "
-                     "before it (a rank may still have been waiting in its collective)"]  # fmt: skip
+                     f"before it on some rank, whose peers may still have been waiting in its "
+                     f"collective: {describe(first)}"]  # fmt: skip
         elif failed:
             found = [f"not checked ({stage} is needed): {describe(failed)}"]
         else:
@@ -36,7 +38,16 @@ def problems(run, check: str, ranks=None) -> list[str]:
     return []
 
 
-def blocks_of(report) -> int:
+def first_failure(run, stage: str) -> dict:
+    """The failure of `stage` that came first: a rank's own (not one that lost its peer),
+    the lowest such rank."""
+    failed = [
+        f for r in run.ranks if (f := r["failed_stages"].get(stage)) and "error" in f
+    ]
+    return min(failed, key=lambda f: (f["lost_peer"], f["rank"]))
+
+
+def blocks_of(report) -> int:  # the quantizer's and each shard's, the last one padded
     return -(-report["size"] // report["block"])
 
 
@@ -157,9 +168,13 @@ def check_gather_values(report) -> list[str]:
     if not bad:
         return []
     r, (k, b) = next(iter(bad.items()))
-    me = report.get("rank", None)
+    me = report["rank"]
     found = f"rank {r}'s piece, {said_block(k, b, block, bound(b['largest']))}"
-    if me is not None and me not in bad:
+    mine = [p for p, own in enumerate(g["against_own"]) if not first_over(own, bound)]
+    if set(bad) <= set(mine):
+        found += (f": it holds your own shard's values (rank {me}'s); the gathered codes hold "
+                  "every rank's shard in rank order: dequantize each rank's part")  # fmt: skip
+    elif me not in bad:
         found += (": your own piece is right, the others' are not: dequantize each rank's "
                   "codes with that rank's scales, gathered beside them")  # fmt: skip
     elif b["error"] <= b["largest"] / 127 * FP32 + b["largest"] * BF16_ROUNDING:
@@ -241,10 +256,17 @@ def check_train(report) -> list[str]:
     found = []
     step = max(range(len(gaps)), key=gaps.__getitem__)
     if gaps[step] > margin:
+        why = (
+            "the weights your quantized gather gave forward were further from the shards than "
+            "the quantizer's bound"
+            if gaps[0] > margin
+            else "step 0's loss matched (forward's weights were right), so its gradients came "
+            "from other weights than forward's: backward's, from your kept piece and "
+            "secondary_gather"
+        )
         found.append(f"your training's loss parted from ZeRO-3's by {gaps[step]:.3f} bits per "
                      f"byte at step {step} ({yours[step]:.3f} against {zero3[step]:.3f}), more "
-                     f"than 1% of its loss ({margin:.3f}): the weights your gathers gave forward "
-                     "were further from the shards than the quantizer's bound")  # fmt: skip
+                     f"than 1% of its loss ({margin:.3f}): {why}")  # fmt: skip
     start = report["rank"] // size * size
     node = f"all_gather_into_tensor over {tuple(range(start, start + size))}"
     blocks = {u: p for u, p in t["padded"].items() if u != "root"}
@@ -259,16 +281,13 @@ def check_train(report) -> list[str]:
         share = padded * t["element_size"] // size
         if held.get(unit) != share:
             found.append(f"when forward ended, {unit}'s kept piece held {held.get(unit, 0):,} "
-                         f"bytes; its node's share is {share:,} ({padded:,} padded elements "
-                         f"of 2 bytes, over {size} ranks)")  # fmt: skip
+                         f"bytes; its node's share is {share:,} bytes: {padded:,} padded "
+                         f"elements of 2 bytes over {size} ranks")  # fmt: skip
             break
     return found
 
 
-STAGE = {
-    "gather_bytes": "gather",
-    "backward": "secondary",
-}  # the harness's stage each reads
+STAGE = {"gather_bytes": "gather", "backward": "secondary"}  # the stage each reads
 CHECKS = {
     "quantizer": check_quantizer,
     "gather_bytes": check_gather_bytes,

@@ -55,8 +55,13 @@ def supervise(command, env, run, deadline, stream, target, limits=None) -> None:
             pump(proc, time.monotonic() + 1.5, stream)
         except TimedOut:
             pass
+        # a rank waiting in a collective is a hang, however busy the machine
+        waiting = any(
+            "distributed_c10d" in "".join(lines) for lines in stream.last.values()
+        )
         raise RunTimedOut(
-            timeout_message(target, stream) + busy_note(), log="\n".join(stream.log)
+            timeout_message(target, stream) + ("" if waiting else busy_note()),
+            log="\n".join(stream.log),
         ) from None
     finally:
         run_processes.stop(proc, *run)
@@ -68,7 +73,8 @@ def busy_note(load: float | None = None) -> str:
     """What a timed-out run adds when the machine was busier than its cores (1-minute load
     average above them): its ranks shared the cores with other work, so it may only have been
     slow (a 7 s lab run passed 60 s in CI beside three other graders). "" where there is no load
-    average (Windows) or the machine was not busy."""
+    average (Windows) or the machine was not busy; not said when a rank was waiting in a
+    collective (a hang: zerobook.launcher.failures.timeout_message names it)."""
     if load is None:
         try:
             load = os.getloadavg()[0]
