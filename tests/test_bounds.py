@@ -252,3 +252,24 @@ def test_the_process_table_reads_as_psutil_reads_it_where_there_is_no_proc():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_process_named_bwrap_inside_a_sandbox_is_no_root_of_the_job(monkeypatch):
+    """Its environment holds the job's marker (inherited) and its name is the student's to
+    choose: it is watched as a member, never as a sandbox whose folders the disk bound walks."""
+    from zerobook.classroom import limits, watchdog
+
+    table = {  # pid -> (name, parent, uid): a sandbox, the student's python, a fake bwrap
+        100: ("bwrap", 1, 0),
+        101: ("python", 100, 0),
+        102: ("bwrap", 101, 0),
+        103: ("bwrap", 1, 0),  # another job's sandbox
+    }
+    marker = {limits.JOB_ENV: "job-1"}
+    monkeypatch.setattr(watchdog, "_status_table", lambda: table)
+    monkeypatch.setattr(
+        watchdog, "_environ", lambda pid: marker if pid in (100, 101, 102) else {}
+    )
+    monkeypatch.setattr(watchdog, "_processes", sorted)
+    members, roots = Watchdog(marker, limits.Bounds(**BOUNDS)).members()
+    assert roots == [100] and members == [100, 101, 102]

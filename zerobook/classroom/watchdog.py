@@ -61,11 +61,14 @@ class Watchdog:
         below: dict[int, list[int]] = {}
         for pid, (_, ppid, _) in table.items():
             below.setdefault(ppid, []).append(pid)
-        roots = [
+        marked = {
             pid
             for pid, (name, _, _) in table.items()
             if name == "bwrap" and _environ(pid).get(JOB_ENV) == self.marker
-        ]
+        }
+        # a sandbox's own processes inherit the marker: one named bwrap is no root (its
+        # arguments could name any folder for the disk bound to walk)
+        roots = [pid for pid in marked if not _below(pid, marked, table)]
         found = {p for p, (_, _, uid) in table.items() if uid == self.uid is not None}
         todo, seen = list(roots), set()
         while todo:  # the sandboxes and everything under them
@@ -168,6 +171,17 @@ def _proportional_memory(members) -> int:
         except psutil.Error:
             pass
     return total
+
+
+def _below(pid: int, marked: set, table: dict) -> bool:
+    """Whether one of `pid`'s ancestors (in `table`: pid -> (name, parent, uid)) is marked."""
+    seen, parent = set(), table.get(pid, ("", 0, None))[1]
+    while parent and parent not in seen:
+        if parent in marked:
+            return True
+        seen.add(parent)
+        parent = table.get(parent, ("", 0, None))[1]
+    return False
 
 
 def _environ(pid: int) -> dict:
