@@ -25,10 +25,9 @@ from zerobook.launcher.launch import LaunchError, RunResult, RunTimedOut, torchr
 COURSE_ROOT_ENV = "ZEROBOOK_COURSE_ROOT"
 PART_TIMEOUT_ENV = "ZEROBOOK_PART_TIMEOUT"  # grading sets it from the reference's time (zerobook.classroom)
 _RANK_SANDBOX: list = []  # grading: what run_part runs its ranks in (zerobook.classroom.clean_score)
-PART_TIMEOUT_S = (
-    60  # a student's infinite loop costs this much, then grading goes on (a part
-)
-# takes 5-30 s on 2 busy cores: the limit leaves room for a slow laptop)
+# a student's infinite loop costs this much, then grading goes on (a part takes 5-30 s on 2
+# busy cores: the limit leaves room for a slow laptop)
+PART_TIMEOUT_S = 60
 
 
 def run_part(
@@ -64,9 +63,7 @@ def run_part(
         return replayed
     # grading's limit (from the reference's time) wins; then the lab's own; then the default
     timeout = float(os.environ.get(PART_TIMEOUT_ENV) or timeout or PART_TIMEOUT_S)
-    if (
-        _RANK_SANDBOX
-    ):  # grading (zerobook.classroom.clean_score): the ranks see only this folder
+    if _RANK_SANDBOX:  # grading (classroom.clean_score): the ranks see only this folder
         launch_options.setdefault("sandbox", _RANK_SANDBOX[-1])
     return run_cache.record(
         name,
@@ -166,13 +163,10 @@ def run_shared(
 def failure(run: RunResult) -> str | None:
     """The run's failure in words (zerobook.labs.crash): the rank that failed first, its
     step, its line and error, not the ranks that only lost it; None if every step ran."""
-    from zerobook.labs.crash import describe
+    from zerobook.labs.crash import describe, first_failed
 
     failed = [report["failed"] for report in run.ranks if report.get("failed")]
-    if not failed:
-        return None
-    first = min(failed, key=lambda f: (f["lost_peer"], f["rank"]))
-    return describe(first)
+    return describe(first_failed(failed)) if failed else None
 
 
 def not_checked(run: RunResult, needs: str = "the whole run") -> None:

@@ -192,6 +192,12 @@ class _At:
         return True
 
 
+def first_failed(failed: list[dict]) -> dict:
+    """Of failure records, the one that came first: a rank's own (not one that lost its
+    peer), the lowest such rank."""
+    return min(failed, key=lambda f: (f["lost_peer"], f["rank"]))
+
+
 def describe(failed: dict) -> str:
     """One failure in words: where, the student's line, the error, the hint."""
     step = failed["step"]

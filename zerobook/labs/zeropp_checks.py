@@ -39,12 +39,11 @@ def problems(run, check: str, ranks=None) -> list[str]:
 
 
 def first_failure(run, stage: str) -> dict:
-    """The failure of `stage` that came first: a rank's own (not one that lost its peer),
-    the lowest such rank."""
-    failed = [
-        f for r in run.ranks if (f := r["failed_stages"].get(stage)) and "error" in f
-    ]
-    return min(failed, key=lambda f: (f["lost_peer"], f["rank"]))
+    """The failure of `stage` that came first (zerobook.labs.crash.first_failed)."""
+    from zerobook.labs.crash import first_failed
+
+    stages = [r["failed_stages"].get(stage) for r in run.ranks]
+    return first_failed([f for f in stages if f and "error" in f])
 
 
 def blocks_of(report) -> int:  # the quantizer's and each shard's, the last one padded
