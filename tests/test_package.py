@@ -475,3 +475,28 @@ def test_glue_shows_a_value_without_myst_nb_and_keeps_it_for_the_book_with_it(
     monkeypatch.delitem(sys.modules, "myst_nb")
     glue("for_the_book", 3, display=False)  # MyST-NB's own glue, which the book reads
     assert shown[1]["metadata"]["scrapbook"]["name"] == "for_the_book"
+
+
+IRI_CHECKS = """
+import sys, jsonschema, nbformat
+nbformat.validate(nbformat.v4.new_notebook())
+built = "rfc3987_syntax.syntax_helpers" in sys.modules
+check = jsonschema.Draft7Validator.FORMAT_CHECKER
+print(built, [check.conforms(v, f) for v in ("http://x.org/ü", "a b:", "../c") for f in ("iri", "iri-reference")])
+"""
+
+
+def test_jsonschemas_iri_grammar_is_built_only_when_a_check_asks_and_checks_the_same():
+    """zerobook/_lazy_iri.py: a process that imported zerobook reads a notebook without building
+    rfc3987_syntax's grammar (~2.5 CPU-s), and an IRI check still answers as the real one."""
+    pytest.importorskip("rfc3987_syntax")
+
+    def run(first: str) -> str:
+        done = subprocess.run([sys.executable, "-c", first + IRI_CHECKS], cwd=ROOT,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        return done.stdout.split(" ", 1)
+
+    built, answers = run("import zerobook\n")
+    real_built, real_answers = run("")
+    assert (built, real_built) == ("False", "True")
+    assert answers == real_answers and "False" in answers and "True" in answers, answers

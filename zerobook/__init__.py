@@ -9,9 +9,10 @@ still one attribute away: `zb.zero.ShardedOptimizer`, `zb.accounting.memory.mode
 import importlib
 import pkgutil
 
-from zerobook import _moved
+from zerobook import _lazy_iri, _moved
 
 _moved.install()  # the names modules had before they moved into a room (zerobook/_moved.py)
+_lazy_iri.install()  # jsonschema's IRI grammar built when first used (zerobook/_lazy_iri.py)
 
 __version__ = "0.1.0"
 # every module and package of the folder (none is imported until it is asked for)

@@ -98,6 +98,7 @@ def _server() -> str:
 
 def serve(path: str) -> None:
     """Import nbgrader, then fork a child for each connection until stdin closes."""
+    import zerobook  # noqa: F401 - first: jsonschema's IRI grammar built if used (_lazy_iri)
     from nbgrader.apps.nbgraderapp import NbGraderApp  # noqa: F401 - what forks share
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
