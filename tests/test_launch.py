@@ -44,6 +44,18 @@ def test_four_ranks_report_back_and_all_reduce(hello):
     assert shown.count("backend=gloo") == 1  # the choice is printed once
 
 
+def test_half_a_line_waits_for_its_end_and_no_peer_line_lands_inside_it(capsys):
+    """print() writes its text and its newline apart: a rank's half line must not reach the
+    notebook alone, with another rank's line glued to it (seen once: `[rank0] ...CPU
+    tensors)[default2]:contributed 3`)."""
+    zb.torchrun(str(ROOT / "tests" / "targets" / "half_lines.py"), nproc=3)
+    shown = capsys.readouterr().out
+    assert "[rank0] rank 0 begins a line and ends it\n" in shown, shown
+    for rank in (1, 2):
+        assert f"\n[rank{rank}] rank {rank} prints a whole line\n" in shown, shown
+    assert "[default" not in shown and "[rank0] \n" not in shown, shown
+
+
 def test_output_is_free_of_torchrun_banners_and_rename_warnings(hello):
     result, shown = hello
     for noise in (

@@ -209,8 +209,19 @@ def watch(child: int, read_fd: int) -> None:
         os._exit(code)
 
 
+def whole_lines() -> None:
+    """Each line this rank prints leaves in one write. Unbuffered (PYTHONUNBUFFERED, for a
+    crash's stack), print() writes its text and its newline apart, and torchrun's --tee reads
+    whatever the rank's file holds: half a line reached the notebook with a peer's after it.
+    Line buffering writes each line whole, as soon as it ends."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(line_buffering=True, write_through=False)
+
+
 def run_rank(argv: list[str]) -> None:
     """Run TARGET as this rank; leave by os._exit, recording any failure first."""
+    whole_lines()
     name_rank()
     lifeline.note_pid("rank")
     token = take_token()  # first: the target's code must not find it
