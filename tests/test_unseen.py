@@ -2,6 +2,8 @@
 (zerobook.classroom.unseen): each harness's UNSEEN modules are ones it forbids and never imports
 itself, and inside a grading sandbox their files hold only a stub that refuses to be imported."""
 
+import ast
+import re
 import subprocess
 import sys
 
@@ -102,7 +104,7 @@ try:
     print("by path WORKED")
 except ImportError as exc:
     print("by path refused")
-print(sorted(p.name for p in (root / "zero").iterdir()))
+print(sorted(str(p.relative_to(root / "zero")) for p in (root / "zero").rglob("*")))
 print((root / "labs" / "zero3_record.py").exists(), (root / "train" / "models.py").read_text()[:3])
 """
     argv = sandbox.command(
@@ -120,7 +122,12 @@ print((root / "labs" / "zero3_record.py").exists(), (root / "train" / "models.py
         for line in lines[1:4]
     )
     assert lines[4] == "by path refused"
-    assert lines[5] == "['__init__.py']"  # the package's folder: the stub alone
+    # the package's folder: the stub alone (and, where Python keeps bytecode, the stub's own
+    # compiled copy, written in the sandbox's empty folder as the probe imported it)
+    kept = [n for n in ast.literal_eval(lines[5]) if n != "__pycache__"]
+    assert kept[0] == "__init__.py" and all(
+        re.fullmatch(r"__pycache__/__init__\.[\w-]+\.pyc", n) for n in kept[1:]
+    ), kept
     assert lines[6] == 'True """'  # what the lab does not hide stays readable
 
 
