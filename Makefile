@@ -1,10 +1,5 @@
 # Two commands on a fresh machine with only Python: `make book` and `make test` (see README).
 PYTHON ?= python3
-# Python keeps the bytecode it compiles (__pycache__, git-ignored), whatever the environment
-# says (some images set PYTHONDONTWRITEBYTECODE): every rank, kernel and test process imports the
-# course's modules, and without the caches each compiles them again (~1.6 CPU-s a pytest
-# process's tests, 0.06 s a rank's modules).
-unexport PYTHONDONTWRITEBYTECODE
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -89,6 +84,11 @@ pdf: $(STAMP)
 # the outputs nbval kept (_build/.jupyter_cache), and tested as a reader meets it. The time of
 # each phase is printed. What grades a class (the round trips, each harness's feedback on planted
 # mistakes, the hostile and careless classes) is make test-grading's: CI runs it after make test.
+# (Python keeps the bytecode it compiles, __pycache__, git-ignored, whatever the environment says:
+# some images set PYTHONDONTWRITEBYTECODE, an empty value unsets it. Every rank, kernel and test
+# process imports the course's modules, and without the caches each compiles them again: ~1.6
+# CPU-s a pytest process's tests, 0.06 s a rank's modules.)
+test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP)
 	@mkdir -p _build && rm -rf $(CACHE)
 	@$(PHASES) \
