@@ -21,8 +21,6 @@ import threading
 import types
 
 NAME = "rfc3987_syntax"
-
-
 _FIRST_USE = threading.Lock()  # two threads checking at once import it once
 
 
@@ -34,19 +32,16 @@ def _real() -> types.ModuleType:
             del sys.modules[NAME]
             try:
                 module = importlib.import_module(NAME)
-            except ImportError:
-                sys.modules[NAME] = (
-                    module  # the stand-in again: each use fails as this did
-                )
+            except ImportError:  # the stand-in again: each use fails as this one did
+                sys.modules[NAME] = module
                 raise
         return module
 
 
 class _StandIn(types.ModuleType):
     def __getattr__(self, name: str):
-        if name.startswith(
-            "__"
-        ):  # the import system's questions (hasattr(m, "__path__"), ...)
+        # the import system's questions (hasattr(m, "__path__"), ...) import nothing
+        if name.startswith("__"):
             raise AttributeError(name)
         return getattr(_real(), name)
 

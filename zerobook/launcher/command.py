@@ -108,7 +108,8 @@ def torchrun_command(
 def run_env(
     report_dir: str, run_id: str, debug: bool, collective_timeout, extra
 ) -> dict:
-    """The ranks' environment: one thread each, unbuffered output (a crash prints its Python stack)."""
+    """The ranks' environment: one thread each, unbuffered output (a crash prints its Python
+    stack; each rank then writes whole lines: zerobook.launcher.rank_entry.whole_lines)."""
     env = dict(
         os.environ,
         OMP_NUM_THREADS="1",
