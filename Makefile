@@ -46,7 +46,9 @@ CACHE  := _build/.jupyter_cache
 # The labs' student versions, which the book shows (not executed): labs/ -> book/labs/.
 LABS_FOR_BOOK := $(PY) -m zerobook.classroom book
 # pytest with nbval (--nbval-lax: a cell that raises fails; outputs are not compared) and the
-# plugin that keeps each notebook nbval executed for the book (tests/nbcache.py); test files run in
+# plugin that keeps each notebook nbval executed for the book (tests/nbcache.py), each notebook's
+# kernel forked from one that has imported torch, matplotlib and ipykernel (tests/kernel_preload.py,
+# on Linux; ZEROBOOK_KERNEL_PRELOAD=0: started as jupyter_client starts it); test files run in
 # parallel, one file (one notebook) per worker at a time, one worker more than there are cores:
 # some tests wait (a timeout, a hang being detected) and the extra worker uses those seconds;
 # the longest files first (tests/conftest.py: LONGEST_FIRST).
@@ -54,7 +56,8 @@ LABS_FOR_BOOK := $(PY) -m zerobook.classroom book
 # os.cpu_count(), as on macOS, whose Python has no sched_getaffinity.)
 WORKERS := $(shell $(PYTHON) -c "import os; f = getattr(os, 'sched_getaffinity', None); \
              print(min((len(f(0)) if f else os.cpu_count() or 1) + 1, 5))")
-PYTEST := $(PY) -m pytest -p tests.nbcache --nbval-lax --nbval-current-env \
+PYTEST := $(PY) -m pytest -p tests.nbcache -p tests.kernel_preload \
+          --nbval-lax --nbval-current-env \
           --numprocesses=$(WORKERS) --dist loadfile --no-loadscope-reorder
 PHASES := $(PY) tests/phases.py
 # The capstone's instructor notebook trains 800 steps on 3 ranks (minutes of a 2-core machine):

@@ -51,9 +51,9 @@ class Agent:
     """An agent forked by the zygote, as the launcher uses a subprocess.Popen: pid, stdout,
     poll(), wait(), returncode (negative: the signal that ended it)."""
 
-    def __init__(self, zygote: "Zygote", pid: int, stdout_fd: int):
+    def __init__(self, zygote: "Zygote", pid: int, stdout_fd: int | None):
         self.zygote, self.pid, self.returncode = zygote, pid, None
-        self.stdout = os.fdopen(stdout_fd, "rb", buffering=0)
+        self.stdout = None if stdout_fd is None else os.fdopen(stdout_fd, "rb", 0)
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -70,11 +70,12 @@ class Agent:
 
 
 class Zygote:
-    """The launcher's end of one zygote, started with environment `env`."""
+    """The launcher's end of one zygote, started with environment `env` (`main`: another
+    zygote's code, which calls zygote_main.serve)."""
 
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, main: str = MAIN):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        code = f"import runpy; runpy.run_path({MAIN!r}, run_name='__zygote__')"
+        code = f"import runpy; runpy.run_path({main!r}, run_name='__zygote__')"
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code, str(theirs.fileno()), "-" * ROOM],
             env=dict(env, **{ROOM_ENV: "-" * ROOM}),
@@ -89,8 +90,11 @@ class Zygote:
         self.exits: dict[int, int] = {}
         self.cpu, self.ready, self.room = 0.0, None, None
 
-    def start(self, argv: list[str], env: dict) -> Agent:
-        """Fork an agent that runs `argv` (torchrun's command) with `env`; its output on a pipe."""
+    def start(
+        self, argv: list[str], env: dict, cwd: str | None = None, out: int | None = None
+    ) -> Agent:
+        """Fork an agent that runs `argv` (torchrun's command) with `env` in `cwd` (this
+        process's by default); its output on a pipe (Agent.stdout), or on descriptor `out`."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while self.ready is None and self.alive and time.monotonic() < deadline:
             self._receive(0.1)
@@ -99,25 +103,27 @@ class Zygote:
         needed = [len(b) for b in _blocks(argv, env)]
         if any(n > room for n, room in zip(needed, self.room)):
             raise Unavailable("the command or the environment is longer than the room")
-        read, write = os.pipe()
+        read, write = os.pipe() if out is None else (None, os.dup(out))
         request = {
             "id": os.urandom(8).hex(),
             "argv": argv,
             "env": env,
-            "cwd": os.getcwd(),
+            "cwd": cwd or os.getcwd(),
         }
         try:
             with self.lock:
                 socket.send_fds(self.sock, [json.dumps(request).encode()], [write])
         except OSError as error:
-            os.close(read)
+            if read is not None:
+                os.close(read)
             self.alive = False
             raise Unavailable(f"the zygote is gone ({error})") from None
         finally:
             os.close(write)
         while request["id"] not in self.forked:
             if not self.alive:
-                os.close(read)
+                if read is not None:
+                    os.close(read)
                 raise Unavailable("the zygote ended before it forked the agent")
             self._receive(0.05)
         return Agent(self, self.forked.pop(request["id"]), read)

@@ -16,12 +16,16 @@ import sys
 import tempfile
 
 
-def serve(fd: int) -> None:
-    """The zygote: import what every agent imports first, then fork an agent per request."""
+def serve(fd: int, preload=None, run=None) -> None:
+    """The zygote: import what every agent imports first, then fork an agent per request.
+    (`preload()` and `run(argv)` are another zygote's: tests/kernel_preload_main.py forks
+    notebook kernels so.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the notebook's interrupt is its own
-    from zerobook.launcher import agent
+    if preload is None:
+        from zerobook.launcher import agent
 
-    agent.preload()  # what zerobook.launcher.command.PRELOAD_AND_RUN_TORCHRUN runs first
+        preload = agent.preload  # what command.PRELOAD_AND_RUN_TORCHRUN runs first
+    preload()
 
     # what is loaded now lives as long as every fork: out of the collector's sight, its pages
     # stay shared with the forks (a collection writes to every object it visits: copy-on-write)
@@ -57,13 +61,19 @@ def serve(fd: int) -> None:
             if not data:
                 return  # the launcher's process is gone: so are we (our agents get SIGTERM)
             request = json.loads(data)
+            session_r, session_w = (
+                os.pipe()
+            )  # closed once the fork leads its own session
             pid = os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                os.close(wake_r), os.close(wake_w), sock.close()
-                _agent(request, fds[0], added)  # never returns
-            os.close(fds[0])
+                os.close(wake_r), os.close(wake_w), sock.close(), os.close(session_r)
+                _agent(request, fds[0], added, session_w, run)  # never returns
+            os.close(fds[0]), os.close(session_w)
+            # its pid is told once it has its session: a signal to its process group (as
+            # jupyter_client signals a kernel's) must never reach this zygote's group
+            os.read(session_r, 1), os.close(session_r)
             sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
 
 
@@ -84,9 +94,10 @@ def _reap(sock) -> None:
             return
 
 
-def _agent(request: dict, out: int, added: dict) -> None:
+def _agent(request: dict, out: int, added: dict, session: int, run=None) -> None:
     """The forked agent: the launch's session, output, directory, environment and command
-    line, then torchrun's main, as `python -c PRELOAD_AND_RUN_TORCHRUN ...` runs it."""
+    line, then torchrun's main, as `python -c PRELOAD_AND_RUN_TORCHRUN ...` runs it (or
+    `run(argv)`, another zygote's)."""
     code = 1
     try:
         from zerobook.launcher.lifetime import die_with_parent
@@ -95,6 +106,7 @@ def _agent(request: dict, out: int, added: dict) -> None:
             signal.signal(number, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
+        os.close(session)
         die_with_parent(signal.SIGTERM, os.getppid())
         null = os.open(os.devnull, os.O_RDONLY)
         for fd, to in ((null, 0), (out, 1), (out, 2)):
@@ -107,10 +119,7 @@ def _agent(request: dict, out: int, added: dict) -> None:
         os.environ.update({k: v for k, v in added.items() if k not in request["env"]})
         show_as(request["argv"], request["env"])
         tempfile.tempdir = None  # found again from this launch's TMPDIR
-        sys.argv = ["-c", *request["argv"][3:]]
-        import runpy
-
-        runpy.run_module("torch.distributed.run", run_name="__main__", alter_sys=True)
+        (run or _torchrun)(request["argv"])
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (stop.code is not None)
@@ -127,6 +136,14 @@ def _agent(request: dict, out: int, added: dict) -> None:
             except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say
                 pass
         os._exit(code)
+
+
+def _torchrun(argv: list[str]) -> None:
+    """torchrun's main, as `python -c PRELOAD_AND_RUN_TORCHRUN <torchrun's arguments>` runs it."""
+    import runpy
+
+    sys.argv = ["-c", *argv[3:]]
+    runpy.run_module("torch.distributed.run", run_name="__main__", alter_sys=True)
 
 
 AREAS = ("cmdline", "environ")
