@@ -47,8 +47,9 @@ CACHE  := _build/.jupyter_cache
 LABS_FOR_BOOK := $(PY) -m zerobook.classroom book
 # pytest with nbval (--nbval-lax: a cell that raises fails; outputs are not compared) and the
 # plugin that keeps each notebook nbval executed for the book (tests/nbcache.py), each notebook's
-# kernel forked from one that has imported torch, matplotlib and ipykernel (tests/kernel_preload.py,
-# on Linux; ZEROBOOK_KERNEL_PRELOAD=0: started as jupyter_client starts it); test files run in
+# kernel forked from one that has imported torch, matplotlib and ipykernel and handed a launcher's
+# zygote that has imported torch (tests/kernel_preload.py, on Linux; ZEROBOOK_KERNEL_PRELOAD=0:
+# each started as a student's kernel and zygote are); test files run in
 # parallel, one file (one notebook) per worker at a time, one worker more than there are cores:
 # some tests wait (a timeout, a hang being detected) and the extra worker uses those seconds;
 # the longest files first (tests/conftest.py: LONGEST_FIRST).

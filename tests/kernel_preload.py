@@ -8,8 +8,11 @@ zerobook.launcher.zygote, with ipykernel's main) imports them once; each kernel 
 that command starts: ipykernel's main, in the notebook's folder, with the environment
 jupyter_client gave it, in a session of its own, its pid the one jupyter_client signals.
 What differs is only what is loaded before its first cell, and its parent (the zygote; it dies
-with it). Where the zygote cannot (not Linux, another environment than the first kernel's, a
-command that is not ipykernel's, ZEROBOOK_KERNEL_PRELOAD=0), the kernel is started as before.
+with it). Each kernel is also handed the launcher's zygote its first launch would start (3.5
+CPU-s: torch and torch._dynamo imported), forked by a factory started as that zygote would be
+(tests/kernel_preload_factory.py). Where the zygote cannot (not Linux, another environment than
+the first kernel's, a command that is not ipykernel's, ZEROBOOK_KERNEL_PRELOAD=0), the kernel is
+started as before.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from pathlib import Path
 import nbval.kernel
 from jupyter_client.provisioning import local_provisioner
 
-from zerobook.launcher import zygote
+from zerobook.launcher import command, supervisor, zygote
 
 MAIN = str(Path(__file__).resolve().with_name("kernel_preload_main.py"))
+FACTORY = str(Path(__file__).resolve().with_name("kernel_preload_factory.py"))
+ADDRESS_ENV = "ZEROBOOK_TEST_ZYGOTE_FACTORY"  # where the kernels find the factory
 # "0": each kernel is started as jupyter_client starts it
 OFF_ENV = "ZEROBOOK_KERNEL_PRELOAD"
 # what differs from one kernel to the next and nothing imported reads: jupyter_client's parent
@@ -32,7 +37,13 @@ OFF_ENV = "ZEROBOOK_KERNEL_PRELOAD"
 PER_KERNEL = {"JPY_PARENT_PID", "PYTEST_CURRENT_TEST"}
 _launch_kernel = local_provisioner.launch_kernel
 _start_new_kernel = nbval.kernel.start_new_kernel
-_state: dict = {"zygote": None, "env": None, "nbval": False, "forked": 0}
+_state: dict = {
+    "zygote": None,
+    "factory": None,
+    "env": None,
+    "nbval": False,
+    "forked": 0,
+}
 
 
 class Kernel(zygote.Agent):
@@ -63,7 +74,10 @@ def launch_kernel(cmd: list[str], **kwargs):
     if not usable:
         return _launch_kernel(cmd, **kwargs)
     if _state["zygote"] is None:
-        _state["zygote"], _state["env"] = zygote.Zygote(key, MAIN), key
+        address = f"zerobook-zygotes-{os.getpid()}-{os.urandom(4).hex()}"
+        started = dict(key, **{ADDRESS_ENV: address})
+        _state["factory"] = zygote.Zygote(launch_env(started), FACTORY)
+        _state["zygote"], _state["env"] = zygote.Zygote(started, MAIN), key
     err = kwargs.get("stderr")
     out = err.fileno() if hasattr(err, "fileno") else 2
     try:
@@ -74,6 +88,15 @@ def launch_kernel(cmd: list[str], **kwargs):
         return _launch_kernel(cmd, **kwargs)
     _state["forked"] += 1
     return Kernel(_state["zygote"], agent.pid, None)
+
+
+def launch_env(kernel_env: dict) -> dict:
+    """The environment a kernel's launches start their zygote with: the kernel's, with what
+    zerobook.launcher.command.run_env sets for the ranks, less each run's own variables."""
+    ranks = command.run_env("", "", False, None, None)
+    env = {k: v for k, v in kernel_env.items() if k in ranks or k not in os.environ}
+    env.update({k: v for k, v in ranks.items() if os.environ.get(k) != v})
+    return {k: v for k, v in env.items() if k not in supervisor.PER_RUN}
 
 
 def start_new_kernel(*args, **kwargs):
@@ -94,5 +117,6 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     local_provisioner.launch_kernel = _launch_kernel
     nbval.kernel.start_new_kernel = _start_new_kernel
-    if _state["zygote"] is not None:
-        _state["zygote"].close()
+    for name in ("zygote", "factory"):
+        if _state[name] is not None:
+            _state[name].close()

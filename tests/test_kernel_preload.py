@@ -14,12 +14,14 @@ from jupyter_client.manager import start_new_kernel
 from jupyter_client.provisioning import local_provisioner
 
 import kernel_preload
+from conftest import ROOT
 
 pytestmark = [
     pytest.mark.launch,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's zygote"),
 ]
 
+ZYGOTE = 2  # a rank's ancestors: its watcher, its agent, the zygote, the launcher
 LOOK = """
 import json, os, sys
 from IPython import get_ipython
@@ -35,7 +37,7 @@ print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0
 @pytest.fixture
 def preloaded(monkeypatch):
     """The plugin's patches, with a zygote of this test's own (closed at its end)."""
-    state = {"zygote": None, "env": None, "nbval": False, "forked": 0}
+    state = {"zygote": None, "factory": None, "env": None, "nbval": False, "forked": 0}
     monkeypatch.setattr(kernel_preload, "_state", state)
     monkeypatch.setattr(
         local_provisioner, "launch_kernel", kernel_preload.launch_kernel
@@ -44,8 +46,9 @@ def preloaded(monkeypatch):
         nbval.kernel, "start_new_kernel", kernel_preload.start_new_kernel
     )
     yield state
-    if state["zygote"] is not None:
-        state["zygote"].close()
+    for name in ("zygote", "factory"):
+        if state[name] is not None:
+            state[name].close()
 
 
 def run(kernel, code: str, timeout: float = 60) -> list[dict]:
@@ -115,6 +118,43 @@ def test_nbvals_kernel_is_forked_and_is_what_the_command_starts(
         assert preloaded["forked"] == 2
     finally:
         kernel.stop()
+
+
+LAUNCH = """
+import json
+import zerobook as zb
+from zerobook.launcher import zygote
+first = zb.torchrun(TARGET, nproc=2, echo=False).ranks[0]
+other = zb.torchrun(TARGET, nproc=2, echo=False, env={"ATEN_CPU_CAPABILITY": "default"})
+zygotes = {z.proc.pid: type(z.proc).__name__ for z in zygote._ZYGOTES.values()}
+print(json.dumps({"first": first, "other": other.ranks[0], "zygotes": zygotes}))
+"""
+
+
+def test_a_kernels_first_launch_adopts_the_zygote_it_was_handed(preloaded, tmp_path):
+    """The zygote handed to the kernel (forked by the factory, not by the kernel) serves its
+    launches: torch imported, nothing of the kernel's loaded, faulthandler on as the ranks'
+    environment asks; a launch whose environment torch reads otherwise gets its own."""
+    kernel = nbval_kernel(tmp_path)
+    try:
+        code = f"TARGET = {str(ROOT / 'tests/targets/rank_origin.py')!r}\n" + LAUNCH
+        outputs = run(kernel, code, timeout=120)
+        text = "".join(o.get("text", "") for o in outputs if o["kind"] == "stream")
+        assert text, outputs
+        seen = json.loads(text.splitlines()[-1])
+        kernel_pid = kernel.km.provisioner.pid
+    finally:
+        kernel.stop()
+    handed = seen["first"]["ancestors"][ZYGOTE]
+    assert seen["zygotes"][str(handed)] == "Elsewhere"
+    assert preloaded["factory"].proc.pid != kernel_pid
+    rank = seen["first"]
+    assert rank["torch_preloaded"] and rank["dynamo_preloaded"] and rank["faulthandler"]
+    assert rank["kernel_side_loaded"] == []
+    assert rank["method_name_from"] == "zerobook.launcher.agent"
+    own = seen["other"]["ancestors"][ZYGOTE]
+    assert own != handed and seen["zygotes"][str(own)] == "Popen"
+    assert seen["other"]["ancestors"][ZYGOTE + 1] == kernel_pid  # the kernel started it
 
 
 def test_a_kernel_started_outside_nbval_is_started_as_the_command(preloaded):

@@ -3,6 +3,7 @@ were imported before its target ran (forked from torchrun's agent), its signal h
 processes above it, the run's id as its process shows it (/proc) and as Python reads it, and
 where its agent's rendezvous takes the names of its callers from."""
 
+import faulthandler
 import os
 import signal
 import sys
@@ -12,6 +13,10 @@ import psutil
 import zerobook as zb
 
 preloaded = "torch" in sys.modules  # before this file imported anything of torch
+# what a notebook's kernel loads and a rank never does (its zygote has none of it either)
+kernel_side = sorted(
+    m for m in ("IPython", "ipykernel", "matplotlib", "zmq") if m in sys.modules
+)
 dynamo = "torch._dynamo" in sys.modules  # what a torch.optim optimizer imports
 me = zb.setup(verbose=False)
 from torch.distributed import distributed_c10d as c10d  # noqa: E402 - after the checks above
@@ -23,6 +28,9 @@ zb.report(
         "name": psutil.Process().name(),
         "parent_name": psutil.Process().parent().name(),
         "torch_preloaded": preloaded,
+        "kernel_side_loaded": kernel_side,
+        # PYTHONFAULTHANDLER=1 (command.run_env): set when its zygote's interpreter started
+        "faulthandler": faulthandler.is_enabled(),
         "dynamo_preloaded": dynamo,
         "sigterm_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
         "sigint_python": signal.getsignal(signal.SIGINT) is signal.default_int_handler,

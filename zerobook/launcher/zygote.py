@@ -71,12 +71,12 @@ class Agent:
 
 class Zygote:
     """The launcher's end of one zygote, started with environment `env` (`main`: another
-    zygote's code, which calls zygote_main.serve)."""
+    zygote's code, which calls zygote_main.serve); `Zygote.adopt`: one started elsewhere."""
 
     def __init__(self, env: dict, main: str = MAIN):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         code = f"import runpy; runpy.run_path({main!r}, run_name='__zygote__')"
-        self.proc = subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-c", code, str(theirs.fileno()), "-" * ROOM],
             env=dict(env, **{ROOM_ENV: "-" * ROOM}),
             pass_fds=[theirs.fileno()],
@@ -85,7 +85,18 @@ class Zygote:
             start_new_session=True,
         )
         theirs.close()
-        self.sock, self.lock, self.alive = ours, threading.Lock(), True
+        self._attach(ours, proc)
+
+    @classmethod
+    def adopt(cls, sock: socket.socket, proc) -> "Zygote":
+        """A zygote started elsewhere, serving on `sock` (make test's notebook kernels are
+        each handed one: tests/kernel_preload_main.py); `proc`: its pid, wait(timeout), kill()."""
+        zygote = cls.__new__(cls)
+        zygote._attach(sock, proc)
+        return zygote
+
+    def _attach(self, sock: socket.socket, proc) -> None:
+        self.proc, self.sock, self.lock, self.alive = proc, sock, threading.Lock(), True
         self.forked: dict[str, int] = {}
         self.exits: dict[int, int] = {}
         self.cpu, self.ready, self.room = 0.0, None, None
