@@ -28,8 +28,10 @@ def test_member(built, n):
 def test_a_group_of_tests_runs_on_one_worker(tmp_path):
     (tmp_path / "test_probe.py").write_text(PROBE)
     out = tmp_path / "ran.jsonl"
+    # (no nbval: its nbformat imports jsonschema, which outside the course's pytest settings
+    # builds its IRI grammar in each of the four processes: zerobook/_lazy_iri.py)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "tests.xdist_groups",
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.xdist_groups", "-p", "no:nbval",
          "-p", "no:cacheprovider", "--numprocesses=3", "--dist", "loadgroup",
          str(tmp_path / "test_probe.py")],
         cwd=ROOT, env={**os.environ, "PROBE_OUT": str(out),
