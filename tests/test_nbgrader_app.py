@@ -3,7 +3,11 @@ run in a fresh process (Windows): the same output, the same failures, the same t
 command's own folder and environment, nothing left running (zerobook.classroom.nbgrader_app,
 zerobook.classroom.nbgrader_fork)."""
 
+import functools
 import os
+import sqlite3
+import subprocess
+import sys
 import time
 
 import psutil
@@ -59,6 +63,21 @@ def test_a_command_runs_in_the_labs_folder_on_its_course_and_prints_the_same(
     printed = nbgrader(labs, root, "db", "student", "list")
     assert f"config read in {labs} for {root.resolve()}" in printed, printed
     assert printed.splitlines()[-1] == "There are 0 students in the database:", printed
+    # the new gradebook records the migration `alembic heads` names (the server reads it once)
+    with sqlite3.connect(root / "gradebook.db") as db:
+        (recorded,) = db.execute("SELECT version_num FROM alembic_version").fetchone()
+    assert recorded == alembic_heads()
+
+
+@functools.cache
+def alembic_heads() -> str:
+    """What nbgrader.api.get_alembic_version reads from `alembic heads` (this venv's)."""
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        command = [sys.executable, "-m", "alembic", "-c", ini, "heads"]
+        output = subprocess.check_output(command, text=True)
+    return output.split("\n")[0].split(" ")[0]
 
 
 @pytest.mark.parametrize("name", WAYS)
