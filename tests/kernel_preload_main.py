@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+import psutil
+
 # what a chapter's kernel has loaded by its end (sys.modules of zero2, ring_allreduce,
 # when_zero_pays): ipykernel's, torch's, matplotlib's, glue's; not matplotlib's inline backend,
 # which hooks itself into the IPython it finds when imported (here there is none yet)
@@ -80,23 +82,15 @@ class Elsewhere:
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while _alive(self.pid):
+        while psutil.pid_exists(self.pid):
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(f"zygote {self.pid}", timeout)
             time.sleep(0.02)
         return 0
 
     def kill(self) -> None:
-        if _alive(self.pid):
+        if psutil.pid_exists(self.pid):
             os.kill(self.pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 def _hand_a_zygote() -> None:
