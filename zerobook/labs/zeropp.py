@@ -208,7 +208,7 @@ def train(student, me: zb.Rank, group) -> dict:
     data = text.load(Path(sysconfig.get_paths()["stdlib"]) / "asyncio")[0]
     curves, first = {}, {}
     for way, unit_cls in {"ZeRO-3": None, "yours": yours(student, group)}.items():
-        model, zero = trials.zero3(unit_cls)
+        model, zero = trials.zero3(unit_cls, me.device)
         curve = []
         for step in range(STEPS):
             with CommMeter() as meter:

@@ -64,10 +64,13 @@ def reference_grads(world_size: int) -> list[torch.Tensor]:
 
 def flight_record() -> bytes:
     """This rank's flight recorder as torch dumps it (a pickled dict: its `entries`, oldest
-    first, each collective's name, sequence number, sizes and stack; its `pg_config`)."""
-    from torch._C._distributed_c10d import _dump_fr_trace
+    first, each collective's name, sequence number, sizes and stack; its `pg_config`). NCCL keeps
+    its own (with each collective's state and, under TORCH_NCCL_ENABLE_TIMING, its GPU time)."""
+    import torch._C._distributed_c10d as c10d
 
-    return _dump_fr_trace(True, True)
+    if dist.get_backend() == "nccl" and hasattr(c10d, "_dump_nccl_trace"):
+        return c10d._dump_nccl_trace(True, True)
+    return c10d._dump_fr_trace(True, True)
 
 
 def main() -> None:
@@ -75,7 +78,8 @@ def main() -> None:
     parser.add_argument("--fault", choices=FAULTS, default="none")
     parser.add_argument("--slow", type=float, default=3.0, help="straggler: x compute")
     parser.add_argument(
-        "--dump", help="a folder for the flight recorder of a failed rank"
+        "--dump",
+        help="a folder for the flight recorder of a failed rank (with --fault none: at the end)",
     )
     cli = parser.parse_args()
     me = zb.setup(verbose=False)
@@ -85,14 +89,19 @@ def main() -> None:
         if cli.dump:
             (Path(cli.dump) / f"fr_rank{me.rank}").write_bytes(flight_record())
         raise
+    if cli.dump and cli.fault == "none":  # a healthy run's record, to compare with
+        (Path(cli.dump) / f"fr_rank{me.rank}").write_bytes(flight_record())
 
 
 def train(cli, me) -> None:
-    net, steps = model(), []
+    net, steps = model().to(me.device), []
     opt = torch.optim.SGD(net.parameters(), lr=0.05)
     for step in range(STEPS):
         x, y = global_batch(step, me.world_size)
-        x, y = (t[me.rank * PER_RANK : (me.rank + 1) * PER_RANK] for t in (x, y))
+        x, y = (
+            t[me.rank * PER_RANK : (me.rank + 1) * PER_RANK].to(me.device)
+            for t in (x, y)
+        )
         if cli.fault == "nan" and me.rank == 1 and step == 2:
             x[3, 5] = float("inf")  # one bad element in one rank's data
         began = time.perf_counter()

@@ -22,7 +22,7 @@ from zerobook.zero.hpz import hpz_unit
 
 
 def ours(me, data, node_size: int | None) -> dict:
-    model, zero = zero3(hpz_unit(node_size) if node_size else None)
+    model, zero = zero3(hpz_unit(node_size) if node_size else None, me.device)
     held = []
     for step in range(2):
         with CommMeter() as meter:
@@ -45,7 +45,7 @@ def ours(me, data, node_size: int | None) -> dict:
 
 def fsdp2(me, data, node_size: int) -> dict:
     torch.manual_seed(0)
-    model = GPT(CONFIG)
+    model = GPT(CONFIG).to(me.device)
     shard_blocks(model, me, reshard_after_forward=node_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for step in range(2):

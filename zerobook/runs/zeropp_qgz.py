@@ -22,7 +22,7 @@ from zerobook.zero.qgz import groups_of, quantized_reduce_scatter, qgz_unit
 def bytes_part(me, data, node_size: int) -> dict:
     out = {}
     for way, size in (("ZeRO-3", None), ("qgZ", node_size)):
-        model, zero = zero3(qgz_unit(size) if size else None)
+        model, zero = zero3(qgz_unit(size) if size else None, me.device)
         with CommMeter() as meter:
             next_token_loss(model, batch(data, 0, me, 8)).backward()
             zero.step()
@@ -34,8 +34,9 @@ def bytes_part(me, data, node_size: int) -> dict:
 def error_part(me, node_size: int, elements: int = 4 * 3 * 1024) -> dict:
     groups = groups_of(node_size)
     torch.manual_seed(me.rank)
-    grads = torch.randn(elements) * torch.logspace(-2, 0, elements)
-    exact = torch.empty(elements // me.world_size)
+    grads = torch.randn(elements) * torch.logspace(-2, 0, elements)  # drawn on the CPU
+    grads = grads.to(me.device)
+    exact = torch.empty(elements // me.world_size, device=me.device)
     dist.reduce_scatter_tensor(exact, grads.clone())
     got = quantized_reduce_scatter(grads, groups, 256)
     error = (got - exact).abs()

@@ -29,7 +29,7 @@ BLOCK, BLOCKS = 256, (32, 256, 2048, 16384)
 def bytes_part(me, data) -> dict:
     out = {}
     for quantized in (False, True):
-        model, zero = zero3(quantized_unit(BLOCK) if quantized else None)
+        model, zero = zero3(quantized_unit(BLOCK) if quantized else None, me.device)
         with CommMeter() as meter:
             next_token_loss(model, batch(data, 0, me, 12)).backward()
             zero.step()

@@ -15,15 +15,15 @@ from zerobook.zero import Zero3AdamW
 CONFIG = GPTConfig(vocab=256, hidden=64, layers=2, heads=4, seq_len=64)
 
 
-def bf16_gpt() -> GPT:
-    """The GPT from seed 0, in bf16."""
+def bf16_gpt(device="cpu") -> GPT:
+    """The GPT from seed 0 (drawn on the CPU, whatever the device), in bf16 on `device`."""
     torch.manual_seed(0)
-    return GPT(CONFIG).to(torch.bfloat16)
+    return GPT(CONFIG).to(device, torch.bfloat16)
 
 
-def zero3(unit_cls=None):
-    """(model, optimizer): bf16_gpt() under Zero3AdamW, units of `unit_cls`."""
-    model = bf16_gpt()
+def zero3(unit_cls=None, device="cpu"):
+    """(model, optimizer): bf16_gpt(device) under Zero3AdamW, units of `unit_cls`."""
+    model = bf16_gpt(device)
     unit = {"unit_cls": unit_cls} if unit_cls else {}
     return model, Zero3AdamW(model, unit_types=(Block,), lr=3e-3, **unit)
 
@@ -38,7 +38,7 @@ def train_curves(me, data, ways: dict, steps: int, rows: int) -> dict:
     to its unit class (None: ZeRO-3's own)."""
     curves = {}
     for way, unit_cls in ways.items():
-        model, zero = zero3(unit_cls)
+        model, zero = zero3(unit_cls, me.device)
         curve = []
         for step in range(steps):
             loss = next_token_loss(model, batch(data, step, me, rows))
