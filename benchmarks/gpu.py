@@ -15,7 +15,8 @@ without prefetch (zerobook.runs.offload_prefetch: step time, host-to-device copi
 from the profiler, the allocator's record of one step); 9. the capstone's GPT trained on real text
 in bf16 (zerobook.runs.capstone: tokens/s, held-out bits per byte, a sample); 10. qwZ's
 quantization timed; 11. NCCL_DEBUG=INFO of one all-reduce, kept whole (zerobook.launcher.nccl_log
-reads it); 12. an FP8 matrix multiply (torch._scaled_mm) beside bf16's.
+reads it); 12. an FP8 matrix multiply (torch._scaled_mm) beside bf16's; 13. NCCL's flight
+recorder of a healthy run (zerobook.runs.gone_wrong's dump: each entry's state).
 Each section is recorded as it ends; one that fails records its error and the next one runs.
 """
 
@@ -438,6 +439,35 @@ def nccl_debug(gpus: int, tmp: str) -> dict:
     }
 
 
+def flight_recorder(gpus: int, tmp: str, backend: str = "nccl") -> dict:
+    """NCCL's flight recorder of a healthy run (zerobook.runs.gone_wrong, every GPU, its dump at
+    the end, TORCH_NCCL_ENABLE_TIMING on): each entry's fields as NCCL records them, the last
+    entries, and what torch's analyzer (flight_recorder.fr_trace) prints for the dumps. The
+    gone_wrong chapter's recorder ran on gloo; this is NCCL's."""
+    import pickle
+    import subprocess
+
+    folder = Path(tmp) / "flight-recorder"
+    folder.mkdir()
+    env = {"TORCH_FR_BUFFER_SIZE": "64", "TORCH_NCCL_ENABLE_TIMING": "1"}
+    launch("gone_wrong", (gpus, backend, env), ["--dump", str(folder)], 300)
+    dumps = {p.name: pickle.loads(p.read_bytes()) for p in sorted(folder.iterdir())}
+    first = next(iter(dumps.values()))
+    shown = ("profiling_name", "collective_seq_id", "state", "duration_ms")
+    shown += ("input_sizes", "input_dtypes", "timeout_ms")
+    analyzer = [sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace"]
+    done = subprocess.run([*analyzer, str(folder)], capture_output=True, text=True)
+    return {
+        "version": first.get("version"),
+        "keys": sorted(first),
+        "entry_keys": sorted(first["entries"][0]) if first["entries"] else [],
+        "entries": len(first["entries"]),
+        "last": [{k: e.get(k) for k in shown} for e in first["entries"][-3:]],
+        "pg_config": {str(k): v for k, v in first.get("pg_config", {}).items()},
+        "analyzer": (done.stdout + done.stderr)[-3000:],
+    }
+
+
 def run_sections(
     gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None, parallel=6
 ) -> dict:
@@ -471,6 +501,9 @@ def run_sections(
         "bandwidth": lambda: bandwidth(gpus) if gpus else "skipped: no GPU",
         "nccl_debug": lambda: nccl_debug(gpus, tmp) if gpus else "skipped: no GPU",
         "fp8_matmul": lambda: fp8_matmul() if gpus else "skipped: no GPU",
+        "flight_recorder": lambda: (
+            flight_recorder(gpus, tmp) if gpus else "skipped: no GPU"
+        ),
         "step_times": lambda: (
             step_times(gpus, SPEED_MODEL) if gpus else "skipped: no GPU"
         ),

@@ -27,6 +27,25 @@ RUNS = {  # run -> small arguments (seconds each)
     "dcp_resume": ["--dir", "{tmp}"],
     "hsdp": ["--shard", "1"],
     "cuda_memory": [],
+    "accumulation": ["--micro", "1", "2"],
+    "cpu_adam": ["--elements", "1e6", "--repeats", "1"],
+    "ddp_buckets": ["--steps", "2"],
+    "fsdp1_article": [],
+    "fsdp2_float8": [],
+    "fsdp2_practice": ["--parts", "meta,dtensor,reshard,offload"],
+    "zero3_checkpoint": ["--dir", "{tmp}"],
+    "gone_wrong": ["--fault", "none"],
+    "zeropp_qwz": ["--steps", "3"],
+    "zeropp_hpz": ["--node-size", "1"],
+    "zeropp_qgz": ["--node-size", "1", "--steps", "3"],
+}
+
+# the runs RUNS leaves out, and why: every module of zerobook/runs is in one or the other (tested)
+ELSEWHERE = {
+    "collective_probe": "section 1 runs it, an op a launch",
+    "offload_prefetch": "section 8 runs it at two batch sizes",
+    "capstone": "section 9 trains it for minutes",
+    "fsdp2_tp": "a 2 x 2 mesh: four ranks, and gloo on CUDA has no DTensor collectives",
 }
 
 

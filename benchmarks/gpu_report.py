@@ -406,6 +406,32 @@ def fp8_matmul(section, device: str) -> list[str]:
     ]
 
 
+def flight_recorder(section) -> list[str]:
+    lines = ["## 13. NCCL's flight recorder of a healthy run", ""]
+    if failed(section):
+        return lines + failed(section)
+    rows = [
+        f"| {e['collective_seq_id']} | {e['profiling_name']} | {e['state']} | "
+        f"{e['duration_ms']} | {e['input_sizes']} |"
+        for e in section["last"]
+    ]
+    return lines + [
+        f"Dump version {section['version']}, {section['entries']} entries; an entry's fields: "
+        f"{', '.join(section['entry_keys'])}. The last:",
+        "",
+        "| seq | collective | state | GPU ms | sizes |",
+        "| --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+        "torch.distributed.flight_recorder.fr_trace on the dumps:",
+        "",
+        "```",
+        section["analyzer"].rstrip(),
+        "```",
+        "",
+    ]
+
+
 def render(results: dict) -> str:
     device = results["environment"].get("device", "CPU")
     parts = header(results)
@@ -447,4 +473,6 @@ def render(results: dict) -> str:
         parts += nccl_debug(results["nccl_debug"])
     if "fp8_matmul" in results:
         parts += fp8_matmul(results["fp8_matmul"], device)
+    if "flight_recorder" in results:
+        parts += flight_recorder(results["flight_recorder"])
     return "\n".join(parts)

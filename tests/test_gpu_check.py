@@ -107,3 +107,19 @@ def test_a_chapter_reads_the_newest_record_that_measured_its_section(tmp_path):
     assert gpu_record.latest(tmp_path).path.name == "gpu_y_2026-03-01.json"
     assert gpu_record.latest(tmp_path, needs=("matmul",)).path == older
     assert gpu_record.latest(tmp_path, needs=("matmul", "memory")) is None
+
+
+def test_the_gpu_check_runs_every_run_or_says_where_it_runs_instead():
+    """A run added to zerobook/runs is checked on a GPU host too: benchmarks/gpu_paths.RUNS runs
+    it, or ELSEWHERE names the section (or the reason) that takes it instead."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import gpu_paths
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    runs = {p.stem for p in (ROOT / "zerobook" / "runs").glob("*.py")} - {"__init__"}
+    assert not set(gpu_paths.RUNS) & set(gpu_paths.ELSEWHERE)
+    assert set(gpu_paths.RUNS) | set(gpu_paths.ELSEWHERE) == runs, (
+        "gpu_paths.RUNS misses",
+        runs - set(gpu_paths.RUNS) - set(gpu_paths.ELSEWHERE),
+    )
