@@ -16,7 +16,8 @@ from the profiler, the allocator's record of one step); 9. the capstone's GPT tr
 in bf16 (zerobook.runs.capstone: tokens/s, held-out bits per byte, a sample); 10. qwZ's
 quantization timed; 11. NCCL_DEBUG=INFO of one all-reduce, kept whole (zerobook.launcher.nccl_log
 reads it); 12. an FP8 matrix multiply (torch._scaled_mm) beside bf16's; 13. NCCL's flight
-recorder of a healthy run (zerobook.runs.gone_wrong's dump: each entry's state).
+recorder of a healthy run (zerobook.runs.gone_wrong's dump: each entry's state); 14. torchao's
+FP8 training under FSDP2 beside bf16 (zerobook.runs.fsdp2_torchao), where torchao is installed.
 Each section is recorded as it ends; one that fails records its error and the next one runs.
 """
 
@@ -468,13 +469,57 @@ def flight_recorder(gpus: int, tmp: str, backend: str = "nccl") -> dict:
     }
 
 
+TORCHAO_MODEL = ["--hidden", "2048", "--layers", "8", "--heads", "16"]
+TORCHAO_MODEL += ["--seq-len", "1024", "--batch", "8", "--steps", "8"]
+# wider blocks, compiled, where FP8's matmuls may outrun its casts: hidden -> heads
+TORCHAO_WIDER = {4096: 32, 8192: 64}
+TORCHAO_WIDE = ["--layers", "2", "--seq-len", "2048", "--batch", "4", "--steps", "6"]
+
+
+def torchao_fp8(gpus: int) -> dict:
+    """torchao's FP8 training under FSDP2 (zerobook.runs.fsdp2_torchao: float8 all-gathers and
+    FP8 matmuls) beside bf16, eager and with each block compiled, on every GPU: bytes gathered,
+    step time, losses; then wider blocks, compiled (`wider`: hidden -> report). torchao is not a
+    requirement of the course: skipped where it is missing."""
+    try:
+        import torchao
+    except ImportError:
+        return "skipped: torchao is not installed (the course does not require it)"
+    out = {"torchao": torchao.__version__}
+    for label, extra in (("eager", []), ("compiled", ["--compile"])):
+        try:
+            out[label] = launch(
+                "fsdp2_torchao", (gpus, "nccl", {}), TORCHAO_MODEL + extra
+            )
+        except Exception as error:  # noqa: BLE001 - one way's failure must not lose the other
+            out[label] = {"error": first_line(error), "detail": str(error)[-1500:]}
+    out["wider"] = {}
+    for hidden, heads in TORCHAO_WIDER.items():
+        size = [
+            "--hidden",
+            str(hidden),
+            "--heads",
+            str(heads),
+            *TORCHAO_WIDE,
+            "--compile",
+        ]
+        try:
+            out["wider"][hidden] = launch("fsdp2_torchao", (gpus, "nccl", {}), size)
+        except Exception as error:  # noqa: BLE001 - as above
+            out["wider"][hidden] = {"error": first_line(error)}
+    return out
+
+
 def run_sections(
     gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None, parallel=6
 ) -> dict:
     """Every section in turn (or those in `only`), into `results` (the dry run: the CPU path of
     each, small); `record` after each. `parallel`: launches at once in `runs` and `labs` on a
     GPU host."""
-    results.update(environment=environment(), dry_run=dry_run)
+    env, first = environment(), results.get("environment", {}).get("date")
+    if first and first != env["date"]:  # sections merged from an earlier day's check
+        env["date"] = f"{first} to {env['date']}"
+    results.update(environment=env, dry_run=dry_run)
     work = {
         "collectives": lambda: collectives(gpus) if gpus else "skipped: no GPU",
         "runs": lambda: every_run(
@@ -504,6 +549,7 @@ def run_sections(
         "flight_recorder": lambda: (
             flight_recorder(gpus, tmp) if gpus else "skipped: no GPU"
         ),
+        "torchao": lambda: torchao_fp8(gpus) if gpus else "skipped: no GPU",
         "step_times": lambda: (
             step_times(gpus, SPEED_MODEL) if gpus else "skipped: no GPU"
         ),

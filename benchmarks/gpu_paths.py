@@ -46,6 +46,7 @@ ELSEWHERE = {
     "offload_prefetch": "section 8 runs it at two batch sizes",
     "capstone": "section 9 trains it for minutes",
     "fsdp2_tp": "a 2 x 2 mesh: four ranks, and gloo on CUDA has no DTensor collectives",
+    "fsdp2_torchao": "section 14, where torchao is installed (not a requirement)",
 }
 
 

@@ -432,6 +432,37 @@ def flight_recorder(section) -> list[str]:
     ]
 
 
+def torchao(section) -> list[str]:
+    lines = ["## 14. torchao's FP8 training under FSDP2 beside bf16", ""]
+    if failed(section):
+        return lines + failed(section)
+    runs = {"eager": section.get("eager"), "compiled": section.get("compiled")}
+    runs |= {f"compiled, wider ({h})": r for h, r in section.get("wider", {}).items()}
+    rows = []
+    for label, run in runs.items():
+        if not run or "error" in run:
+            rows.append(f"| {label} | failed: {(run or {}).get('error')} | | | |")
+            continue
+        shape = f"hidden {run['config']['hidden']}, {run['config']['layers']} layers"
+        for way in ("bf16", "float8"):
+            r = run[way]
+            rows.append(
+                f"| {label.split(' (')[0]}, {shape} | {way} | "
+                f"{r['all_gather_into_tensor_bytes']:,} | {r['step_s'] * 1e3:.1f} | "
+                f"{r['losses'][-1]:.4f} |"
+            )
+    return lines + [
+        f"torchao {section['torchao']}; the blocks' Linear layers in FP8, weights gathered in "
+        "float8 (the last step's all-gather bytes received by rank 0; FSDP2 gathers nothing "
+        "on one GPU). Random tokens at lr 1e-3: the losses show the runs ran, not training.",
+        "",
+        "| run | way | all-gather bytes | median step (ms) | last loss |",
+        "| --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+    ]
+
+
 def render(results: dict) -> str:
     device = results["environment"].get("device", "CPU")
     parts = header(results)
@@ -475,4 +506,6 @@ def render(results: dict) -> str:
         parts += fp8_matmul(results["fp8_matmul"], device)
     if "flight_recorder" in results:
         parts += flight_recorder(results["flight_recorder"])
+    if "torchao" in results:
+        parts += torchao(results["torchao"])
     return "\n".join(parts)

@@ -28,7 +28,7 @@ from zerobook.train.capstone_train import (
     rank_rows,
 )
 from zerobook.train.capstone_train import sample as capstone_sample
-from zerobook.train.models import GPT, GPTConfig
+from zerobook.train.models import GPT, config_of
 from zerobook.perfmodel.models import course_gpt
 
 LN2 = math.log(2)
@@ -144,14 +144,7 @@ def main() -> None:
     cli = parser.parse_args()
     me = zb.setup()
     cuda = me.device.startswith("cuda")
-    config = GPTConfig(
-        vocab=256,
-        hidden=cli.hidden,
-        layers=cli.layers,
-        heads=cli.heads,
-        seq_len=cli.seq_len,
-        attention="sdpa" if cuda else "manual",
-    )
+    config = config_of(cli, attention="sdpa" if cuda else "manual")
     train_data, held_out = text.load()
     torch.manual_seed(0)
     model = wrap(GPT(config).to(me.device), cli.method, me)

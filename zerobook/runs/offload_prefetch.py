@@ -24,7 +24,8 @@ from pathlib import Path
 import torch
 
 import zerobook as zb
-from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss, random_batch
+from zerobook.train.models import GPT, Block, GPTConfig, config_of, next_token_loss
+from zerobook.train.models import random_batch, shape_options
 from zerobook.zero.offload import offload_units
 
 CONFIGS = ("resident", "offload", "prefetch")
@@ -216,10 +217,7 @@ def run(name: str, config: GPTConfig, cli, me) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--seq-len", type=int, default=32)
+    shape_options(parser, hidden=64, layers=4, seq_len=32)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--configs", default=",".join(CONFIGS))
@@ -233,14 +231,7 @@ def main() -> None:
     me = zb.setup()
     cuda = me.device.startswith("cuda")
     cli.dtype = torch.bfloat16 if cuda else torch.float32
-    config = GPTConfig(
-        vocab=256,
-        hidden=cli.hidden,
-        layers=cli.layers,
-        heads=cli.heads,
-        seq_len=cli.seq_len,
-        attention="sdpa",
-    )
+    config = config_of(cli, attention="sdpa")
     same = parity(cli.dtype, me.device)
     rates = copy_rates() if cuda else None
     runs = {name: run(name, config, cli, me) for name in cli.configs.split(",")}

@@ -27,6 +27,22 @@ class GPTConfig:
     attention: str = "manual"  # or "sdpa"
 
 
+SHAPE = ("hidden", "layers", "heads", "seq_len")  # what a run's command line may set
+
+
+def shape_options(parser, **defaults) -> None:
+    """--hidden, --layers, --heads and --seq-len on an argparse parser: a GPT's shape (each
+    default GPTConfig's unless `defaults` names it)."""
+    for name in SHAPE:
+        default = defaults.get(name, getattr(GPTConfig, name))
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=default)
+
+
+def config_of(cli, **fields) -> GPTConfig:
+    """The GPTConfig of a command line's shape options, and `fields` (attention, vocab)."""
+    return GPTConfig(**{name: getattr(cli, name) for name in SHAPE}, **fields)
+
+
 class SelfAttention(nn.Module):
     """Causal multi-head self-attention: one fused QKV projection and one output projection."""
 
