@@ -510,15 +510,22 @@ def torchao_fp8(gpus: int) -> dict:
     return out
 
 
+def merged_date(earlier: str | None, today: str) -> str:
+    """The dates a check's sections were measured on, when --sections merges today's into an
+    earlier record: "first to today" (or as it was, when today is its last day)."""
+    if not earlier or earlier.endswith(today):
+        return earlier or today
+    return f"{earlier.split(' to ')[0]} to {today}"
+
+
 def run_sections(
     gpus: int, dry_run: bool, tmp: str, record, results: dict, only=None, parallel=6
 ) -> dict:
     """Every section in turn (or those in `only`), into `results` (the dry run: the CPU path of
     each, small); `record` after each. `parallel`: launches at once in `runs` and `labs` on a
     GPU host."""
-    env, first = environment(), results.get("environment", {}).get("date")
-    if first and first != env["date"]:  # sections merged from an earlier day's check
-        env["date"] = f"{first} to {env['date']}"
+    env = environment()
+    env["date"] = merged_date(results.get("environment", {}).get("date"), env["date"])
     results.update(environment=env, dry_run=dry_run)
     work = {
         "collectives": lambda: collectives(gpus) if gpus else "skipped: no GPU",

@@ -123,3 +123,17 @@ def test_the_gpu_check_runs_every_run_or_says_where_it_runs_instead():
         "gpu_paths.RUNS misses",
         runs - set(gpu_paths.RUNS) - set(gpu_paths.ELSEWHERE),
     )
+
+
+def test_a_check_merged_across_days_names_its_first_and_last_day():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from gpu import merged_date
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert merged_date(None, "2026-11-30") == "2026-11-30"
+    assert merged_date("2026-11-30", "2026-11-30") == "2026-11-30"
+    assert merged_date("2026-11-29", "2026-11-30") == "2026-11-29 to 2026-11-30"
+    span = "2026-11-29 to 2026-11-30"
+    assert merged_date(span, "2026-11-30") == span
+    assert merged_date(span, "2026-12-02") == "2026-11-29 to 2026-12-02"
