@@ -441,8 +441,13 @@ def test_pip_install_brings_what_the_chapters_labs_and_package_import_at_run_tim
     ]  # the book's MyST-NB: only zerobook.pages.glue, which can do without
     sources += [p.read_text() for p in modules if p.name != "glue.py"]
     imported = set().union(*map(_top_imports, sources))
+    # torchao: only the GPU check's run of torchao itself, which make gpu-check runs where it is
+    torchao = [p.name for p in modules if "torchao" in _top_imports(p.read_text())]
+    assert torchao == ["fsdp2_torchao.py"]
     third_party = (
-        imported - set(sys.stdlib_module_names) - {"zerobook", "torch", "__future__"}
+        imported
+        - set(sys.stdlib_module_names)
+        - {"zerobook", "torch", "__future__", "torchao"}
     )
     providers = metadata.packages_distributions()
     config = pyproject()
