@@ -33,7 +33,7 @@ def nccl_debug(gpus: int, tmp: str) -> dict:
     }
 
 
-def flight_recorder(gpus: int, tmp: str, backend: str = "nccl") -> dict:
+def flight_recorder(gpus: int, tmp: str) -> dict:
     """NCCL's flight recorder of a healthy run (zerobook.runs.gone_wrong, every GPU, its dump at
     the end, TORCH_NCCL_ENABLE_TIMING on): each entry's fields as NCCL records them, the last
     entries, and what torch's analyzer (flight_recorder.fr_trace) prints for the dumps. The
@@ -44,7 +44,7 @@ def flight_recorder(gpus: int, tmp: str, backend: str = "nccl") -> dict:
     folder = Path(tmp) / "flight-recorder"
     folder.mkdir()
     env = {"TORCH_FR_BUFFER_SIZE": "64", "TORCH_NCCL_ENABLE_TIMING": "1"}
-    launch("gone_wrong", (gpus, backend, env), ["--dump", str(folder)], 300)
+    launch("gone_wrong", (gpus, "nccl", env), ["--dump", str(folder)], 300)
     dumps = {p.name: pickle.loads(p.read_bytes()) for p in sorted(folder.iterdir())}
     first = next(iter(dumps.values()))
     shown = ("profiling_name", "collective_seq_id", "state", "duration_ms")

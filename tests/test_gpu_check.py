@@ -112,11 +112,7 @@ def test_a_chapter_reads_the_newest_record_that_measured_its_section(tmp_path):
 def test_the_gpu_check_runs_every_run_or_says_where_it_runs_instead():
     """A run added to zerobook/runs is checked on a GPU host too: benchmarks/gpu_paths.RUNS runs
     it, or ELSEWHERE names the section (or the reason) that takes it instead."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import gpu_paths
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    gpu_paths = benchmark("gpu_paths")
     runs = {p.stem for p in (ROOT / "zerobook" / "runs").glob("*.py")} - {"__init__"}
     assert not set(gpu_paths.RUNS) & set(gpu_paths.ELSEWHERE)
     assert set(gpu_paths.RUNS) | set(gpu_paths.ELSEWHERE) == runs, (
@@ -126,14 +122,21 @@ def test_the_gpu_check_runs_every_run_or_says_where_it_runs_instead():
 
 
 def test_a_check_merged_across_days_names_its_first_and_last_day():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from gpu import merged_date
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    merged_date = benchmark("gpu").merged_date
     assert merged_date(None, "2026-11-30") == "2026-11-30"
     assert merged_date("2026-11-30", "2026-11-30") == "2026-11-30"
     assert merged_date("2026-11-29", "2026-11-30") == "2026-11-29 to 2026-11-30"
     span = "2026-11-29 to 2026-11-30"
     assert merged_date(span, "2026-11-30") == span
     assert merged_date(span, "2026-12-02") == "2026-11-29 to 2026-12-02"
+
+
+def benchmark(name: str):
+    """benchmarks/<name>.py as a module (its siblings importable as it imports them)."""
+    import importlib
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))

@@ -47,7 +47,10 @@ def train(me, config: GPTConfig, batch: int, steps: int, float8: bool, compile_:
     """`steps` steps of AdamW on random tokens; the last step's collectives counted."""
     torch.manual_seed(0)
     model = GPT(config).to(me.device)
+    rescale = None  # FP8: its scales, computed once a step after the optimizer
     if float8:
+        from torchao.float8 import precompute_float8_dynamic_scale_for_fsdp as rescale
+
         float8_blocks(model)
     if compile_:
         for block in model.blocks:
@@ -64,10 +67,8 @@ def train(me, config: GPTConfig, batch: int, steps: int, float8: bool, compile_:
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
-            if float8:
-                from torchao.float8 import precompute_float8_dynamic_scale_for_fsdp
-
-                precompute_float8_dynamic_scale_for_fsdp(model)
+            if rescale:
+                rescale(model)
         sync()
         seconds.append(time.perf_counter() - began)
         losses.append(loss.item())

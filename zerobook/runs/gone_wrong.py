@@ -62,6 +62,11 @@ def reference_grads(world_size: int) -> list[torch.Tensor]:
     return [p.grad for p in net.parameters()]
 
 
+def keep_flight_record(folder: str, rank: int) -> None:
+    """Write this rank's flight recorder to folder/fr_rank<rank>."""
+    (Path(folder) / f"fr_rank{rank}").write_bytes(flight_record())
+
+
 def flight_record() -> bytes:
     """This rank's flight recorder as torch dumps it (a pickled dict: its `entries`, oldest
     first, each collective's name, sequence number, sizes and stack; its `pg_config`). NCCL keeps
@@ -87,10 +92,10 @@ def main() -> None:
         train(cli, me)
     except RuntimeError:
         if cli.dump:
-            (Path(cli.dump) / f"fr_rank{me.rank}").write_bytes(flight_record())
+            keep_flight_record(cli.dump, me.rank)
         raise
     if cli.dump and cli.fault == "none":  # a healthy run's record, to compare with
-        (Path(cli.dump) / f"fr_rank{me.rank}").write_bytes(flight_record())
+        keep_flight_record(cli.dump, me.rank)
 
 
 def train(cli, me) -> None:
