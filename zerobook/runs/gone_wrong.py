@@ -15,11 +15,14 @@
 Each rank trains a small MLP on its own slice of a fixed global batch (DDP's split), averaging
 gradients with one all_reduce per parameter; it reports per step what it measured. With
 `--dump DIR`, a rank whose collective fails writes what PyTorch's flight recorder holds (its last
-collectives, as TORCH_FR_BUFFER_SIZE keeps them) to DIR/fr_rank<r> before it raises: torch's own
+collectives, as TORCH_FR_BUFFER_SIZE keeps them) to DIR/fr_rank<r> before it raises, and so does
+a rank the launcher stops (SIGTERM, once a peer has failed) while it still waits: torch's own
 dump, a pickle, which `python -m torch.distributed.flight_recorder.fr_trace DIR` reads.
 """
 
 import argparse
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -67,6 +70,20 @@ def keep_flight_record(folder: str, rank: int) -> None:
     (Path(folder) / f"fr_rank{rank}").write_bytes(flight_record())
 
 
+def keep_flight_record_when_stopped(folder: str, rank: int) -> None:
+    """On SIGTERM (torchrun stopping the ranks once one has failed), write this rank's flight
+    recorder, then end by SIGTERM as before. A rank blocked in a collective runs the handler when
+    the collective returns (its own timeout, within torchrun's 30 s before SIGKILL): without it,
+    a peer that timed out first would leave the only record."""
+
+    def keep_and_stop(number, _frame):
+        keep_flight_record(folder, rank)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+
+    signal.signal(signal.SIGTERM, keep_and_stop)
+
+
 def flight_record() -> bytes:
     """This rank's flight recorder as torch dumps it (a pickled dict: its `entries`, oldest
     first, each collective's name, sequence number, sizes and stack; its `pg_config`). NCCL keeps
@@ -88,6 +105,8 @@ def main() -> None:
     )
     cli = parser.parse_args()
     me = zb.setup(verbose=False)
+    if cli.dump:
+        keep_flight_record_when_stopped(cli.dump, me.rank)
     try:
         train(cli, me)
     except RuntimeError:
