@@ -50,13 +50,14 @@ LABS_FOR_BOOK := $(PY) -m zerobook.classroom book
 # kernel forked from one that has imported torch, matplotlib and ipykernel and handed a launcher's
 # zygote that has imported torch (tests/kernel_preload.py, on Linux; ZEROBOOK_KERNEL_PRELOAD=0:
 # each started as a student's kernel and zygote are); test files run in
-# parallel, one file (one notebook) per worker at a time, one worker more than there are cores:
-# some tests wait (a timeout, a hang being detected) and the extra worker uses those seconds;
+# parallel, one file (one notebook) per worker at a time, two workers more than there are cores:
+# some tests wait (a timeout, a hang being detected) and the extra workers use those seconds
+# (on 2 cores, 2026-11-30: 3 workers 511 s, 4 workers 454 s with the cores busy 904 of 910 s);
 # the longest files first (tests/conftest.py: LONGEST_FIRST).
 # (The cores this process may use: os.sched_getaffinity where the OS has it, Linux; else
 # os.cpu_count(), as on macOS, whose Python has no sched_getaffinity.)
 WORKERS := $(shell $(PYTHON) -c "import os; f = getattr(os, 'sched_getaffinity', None); \
-             print(min((len(f(0)) if f else os.cpu_count() or 1) + 1, 5))")
+             print(min((len(f(0)) if f else os.cpu_count() or 1) + 2, 6))")
 PYTEST := $(PY) -m pytest -p tests.nbcache -p tests.kernel_preload \
           --nbval-lax --nbval-current-env \
           --numprocesses=$(WORKERS) --dist loadfile --no-loadscope-reorder
