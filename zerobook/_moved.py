@@ -1,6 +1,6 @@
 """Old names of modules that moved into a room: `import zerobook.plots`, `zb.plots` and
 `python -m zerobook.memory` keep working, and give the very module object of the new name
-(`zerobook.figures.plots`): its code runs once, whichever name is imported first.
+(`zerobook.figures.charts`): its code runs once, whichever name is imported first.
 
 A module split when it moved keeps its old name on the part that kept most of it; imported by
 its old name, that part is given a `__getattr__` (PEP 562) that finds the names that went to its
@@ -14,6 +14,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+from pathlib import Path
 
 # old name -> new name, both under zerobook. (Each room's __init__.py is its map.)
 MOVED = {
@@ -141,3 +142,21 @@ def install() -> None:
     if not any(isinstance(f, OldNames) for f in sys.meta_path):
         # first: before any finder that might find a stale copy of an old module
         sys.meta_path.insert(0, OldNames())
+
+
+def current_name(module: str) -> str:
+    """The dotted name of a module of the package today, however it is given: by name, new or
+    old ("zerobook.train.capstone_train", "capstone_train"), or by its file's path in the
+    package's folder, new or old ("train/capstone_train.py", "capstone_train.py"; "zerobook/"
+    before it or not)."""
+    name = module.removesuffix(".py").replace("/", ".").removeprefix("zerobook.")
+    return new_name(name) if name in MOVED else f"zerobook.{name}"
+
+
+def package_path(module: str) -> str:
+    """The path under zerobook/ of `module`'s file (any form `current_name` takes), e.g.
+    "train/capstone_train.py"; a package's is its __init__.py."""
+    parts = current_name(module).split(".")[1:]
+    if Path(__file__).parent.joinpath(*parts).is_dir():
+        return "/".join([*parts, "__init__.py"])
+    return "/".join(parts) + ".py"

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from zerobook import run_cache
+from zerobook._moved import package_path
 from zerobook.trust import untrusted, witness
 from zerobook.launcher.launch import LaunchError, RunResult, RunTimedOut, torchrun
 
@@ -232,12 +233,13 @@ def reference_script(labs: Path, lab: str) -> str:
 
 def harness_source(lab: str, *names: str, module: str | None = None) -> str:
     """The source of the named top-level functions and classes of lab `lab`'s trusted harness
-    (zerobook/labs/LAB.py, or the harness's `module`, a path under zerobook/), read as text:
-    what the grader does with a student's file, shown in the lab without importing torch
-    into the notebook."""
+    (zerobook/labs/LAB.py), or of another module it runs (`module`: its name,
+    "zerobook.train.capstone_train"; an old name or path is read where it moved,
+    zerobook/_moved.py), read as text: what the grader does with a student's file, shown in
+    the lab without importing torch into the notebook."""
     from importlib import resources
 
-    where = module or f"labs/{lab}.py"
+    where = package_path(module or f"zerobook.labs.{lab}")
     text = resources.files("zerobook").joinpath(where).read_text()
     found = {
         node.name: ast.get_source_segment(text, node)

@@ -196,7 +196,8 @@ GRADER = (
     "zerobook.labs.zero3_events",
     "zerobook.labs.zero3_record",
     "zerobook.labs.zeropp_checks",
-    "zerobook.capstone_*",
+    "zerobook.train.capstone_train",
+    "zerobook.figures.capstone",
 )
 DDP = ("torch.nn.parallel", "torch.distributed.algorithms", "torch.distributed.Reducer")
 FSDP = (

@@ -91,7 +91,7 @@ class Steps:
     def __init__(self, rank: int, student_file: str, hint=None):
         self.rank, self.student_file, self.hint = rank, student_file, hint
         self.failed: dict | None = None
-        self.store = None  # zerobook.launcher.dist.run_store, once asked
+        self.store = None  # run_store(), once asked
         self.alike = False  # every rank failed, each of its own error (agree)
 
     @property

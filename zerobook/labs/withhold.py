@@ -12,7 +12,7 @@ inside the student's code (the harness's own calls still work), and `student_cod
 Python call the student's code makes (sys.setprofile) for the original's code, however the file
 reached it (a guard's closure, gc, a module's globals): a call is recorded in `taken`, and the
 harness refuses the part. Where the harness does not need it, `forbid` makes the module
-unimportable, and the grading sandbox hides its file (zerobook.grading.unseen_files); `borrowed`
+unimportable, and the grading sandbox hides its file (zerobook.classroom.unseen.files); `borrowed`
 finds a copy loaded from the file by another name, and an import guard taken off sys.meta_path.
 A copy of the source pasted into the student's file is not stopped here: the classroom's review
 flags it (zerobook.classroom.review).
