@@ -53,20 +53,23 @@ LABS_FOR_BOOK := $(PY) -m zerobook.classroom book
 # parallel, one file (one notebook) per worker at a time, two workers more than there are cores:
 # some tests wait (a timeout, a hang being detected) and the extra workers use those seconds
 # (on 2 cores, 2026-11-30: 3 workers 511 s, 4 workers 454 s with the cores busy 904 of 910 s);
-# the longest files first (tests/conftest.py: LONGEST_FIRST).
+# the longest files first (tests/conftest.py: LONGEST_FIRST). Beside each lab's instructor
+# notebook nbval runs its student version with the reference filled in (written to $(SOLVED):
+# tests/solved_labs.py, whose plugin gives the two one run cache: each launch runs once).
 # (The cores this process may use: os.sched_getaffinity where the OS has it, Linux; else
 # os.cpu_count(), as on macOS, whose Python has no sched_getaffinity.)
 WORKERS := $(shell $(PYTHON) -c "import os; f = getattr(os, 'sched_getaffinity', None); \
              print(min((len(f(0)) if f else os.cpu_count() or 1) + 2, 6))")
-PYTEST := $(PY) -m pytest -p tests.nbcache -p tests.kernel_preload \
+PYTEST := $(PY) -m pytest -p tests.nbcache -p tests.kernel_preload -p tests.solved_labs \
           --nbval-lax --nbval-current-env \
           --numprocesses=$(WORKERS) --dist loadfile --no-loadscope-reorder
 PHASES := $(PY) tests/phases.py
+SOLVED := _build/solved_labs
 # The capstone's instructor notebook trains 800 steps on 3 ranks (minutes of a 2-core machine):
-# make test runs its solution on a 40-step schedule (tests/test_capstone_short.py), make
-# test-grading the notebook in full (tests/test_grading_labs.py: the reference's full marks,
-# hidden tests included).
-LONG_LABS := --ignore=labs/capstone/capstone.ipynb
+# make test runs its solution on a 20-step schedule (tests/test_capstone_short.py), make
+# test-grading both its notebooks in full under nbval, the instructor's and the solved student
+# version (tests/test_capstone_notebooks.py), and its round trip (tests/test_grading_labs.py).
+LONG_LABS := --ignore=labs/capstone/capstone.ipynb --ignore=$(SOLVED)/capstone
 
 # Executes every notebook (the cache is emptied first, so nothing stale is shown); a cell that
 # raises or warns fails the build.
@@ -97,7 +100,8 @@ test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP)
 	@mkdir -p _build && rm -rf $(CACHE)
 	@$(PHASES) \
-	  "tests and notebooks" "$(PYTEST) tests chapters labs $(LONG_LABS) -m 'not book and not slow'" \
+	  "tests and notebooks" "$(PY) tests/solved_labs.py $(SOLVED) > /dev/null && \
+	    $(PYTEST) tests chapters labs $(SOLVED) $(LONG_LABS) -m 'not book and not slow'" \
 	  "book" "$(LABS_FOR_BOOK) && $(BOOK) > _build/book.log 2>&1 || (tail -n 80 _build/book.log; exit 1)" \
 	  "book tests" "$(PY) -m pytest tests/test_book*.py -m book --numprocesses=$(WORKERS) --dist load"
 

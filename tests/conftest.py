@@ -42,12 +42,19 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(items):
-    """Files in LONGEST_FIRST's order, then by their number of items (most first)."""
+    """Files in LONGEST_FIRST's order, then by their number of items (most first); the solved
+    labs last, so that most of their launches replay the instructor notebooks' (tests/solved_labs.py)."""
     file_of = lambda item: item.nodeid.split("::")[0]  # noqa: E731
     count = Counter(map(file_of, items))
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    solved = lambda item: "solved_labs/" in file_of(item)  # noqa: E731
     items.sort(
-        key=lambda i: (rank.get(file_of(i), len(rank)), -count[file_of(i)], file_of(i))
+        key=lambda i: (
+            solved(i),
+            rank.get(file_of(i), len(rank)),
+            -count[file_of(i)],
+            file_of(i),
+        )
     )
     # stable: a file's items keep their order
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import nbval.kernel
 from jupyter_client.provisioning import local_provisioner
 
+from zerobook import run_cache
 from zerobook.launcher import command, supervisor, zygote
 
 MAIN = str(Path(__file__).resolve().with_name("kernel_preload_main.py"))
@@ -33,8 +34,14 @@ ADDRESS_ENV = "ZEROBOOK_TEST_ZYGOTE_FACTORY"  # where the kernels find the facto
 # "0": each kernel is started as jupyter_client starts it
 OFF_ENV = "ZEROBOOK_KERNEL_PRELOAD"
 # what differs from one kernel to the next and nothing imported reads: jupyter_client's parent
-# pid, pytest's test of the moment (the notebook whose first cell starts the kernel)
-PER_KERNEL = {"JPY_PARENT_PID", "PYTEST_CURRENT_TEST"}
+# pid, pytest's test of the moment (the notebook whose first cell starts the kernel), the lab
+# notebooks' run cache (tests/lab_replays.py)
+PER_KERNEL = {
+    "JPY_PARENT_PID",
+    "PYTEST_CURRENT_TEST",
+    run_cache.CACHE_ENV,
+    run_cache.WRITE_ENV,
+}
 _launch_kernel = local_provisioner.launch_kernel
 _start_new_kernel = nbval.kernel.start_new_kernel
 _state: dict = {

@@ -39,8 +39,14 @@ def pytest_runtest_makereport(item, call):
     item.cell.outputs = shown_outputs(item.cell.source, item.test_outputs or [])
     item.cell.execution_count = state["count"]
     code_cells = sum(c.cell_type == "code" for c in notebook.nb.cells)
-    if state["count"] == code_cells and not state["failed"]:
-        store(notebook.nb, Path(notebook.path), time.monotonic() - state["start"])
+    path = Path(str(notebook.path))
+    # the book's pages only: not the solved labs written to _build (tests/solved_labs.py)
+    if (
+        state["count"] == code_cells
+        and not state["failed"]
+        and CACHE.parent not in path.parents
+    ):
+        store(notebook.nb, path, time.monotonic() - state["start"])
 
 
 def shown_outputs(source: str, outputs: list) -> list:

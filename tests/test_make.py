@@ -41,3 +41,32 @@ def test_the_readme_places_every_test_file_in_one_room():
         set(listed) ^ set(files),
         [n for n in set(listed) if listed.count(n) > 1],
     )
+
+
+def test_every_notebook_a_reader_or_student_opens_runs_under_nbval():
+    """make test's first phase runs chapters/, labs/ and the solved labs (tests/solved_labs.py)
+    under nbval; each notebook it leaves out (LONG_LABS) runs under nbval in make test-grading,
+    by a slow test that names it."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(
+        r"\$\(PYTEST\) tests chapters labs \$\(SOLVED\) \$\(LONG_LABS\)", makefile
+    )
+    assert (
+        "tests/solved_labs.py $(SOLVED)" in makefile
+        and "-p tests.solved_labs" in makefile
+    )
+    left_out = re.search(r"^LONG_LABS := (.*)$", makefile, re.M).group(1).split()
+    solved = re.search(r"^SOLVED := (.*)$", makefile, re.M).group(1)
+    lab = lambda path: re.search(r"labs/(\w+)", path.replace("$(SOLVED)", solved))[1]  # noqa: E731
+    slow = [
+        p.read_text()
+        for p in (ROOT / "tests").glob("test_*.py")
+        if "pytest.mark.slow" in p.read_text() and "--nbval-lax" in p.read_text()
+    ]
+    for ignored in left_out:
+        name = lab(ignored.removeprefix("--ignore="))
+        assert any(
+            f'"labs" / "{name}" / "{name}.ipynb"' in t
+            and f'solved_version(ROOT / "labs", "{name}")' in t
+            for t in slow
+        ), f"{ignored}: no test of make test-grading runs it under nbval"

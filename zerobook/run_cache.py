@@ -4,9 +4,12 @@ launching again (same lab, part, ranks, options and student file, to the byte).
 
     ZEROBOOK_RUN_CACHE=DIR ZEROBOOK_RUN_CACHE_WRITE=1   # the clean run: launch, then record
     ZEROBOOK_RUN_CACHE=DIR                               # the kernel: replay what was recorded
+    ZEROBOOK_RUN_CACHE=DIR ZEROBOOK_RUN_CACHE_WRITE=new  # tests: replay, or launch and record
 
 Only scores from the clean run count, so the kernel reading the record changes nothing it could
-gain from; it saves every launch a second time (half the CPU of grading).
+gain from; it saves every launch a second time (half the CPU of grading). The third way is the
+tests': a lab's instructor notebook and its student version with the reference filled in launch
+the same parts of the same file, and whichever runs second replays the first one's launches.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from zerobook.trust import untrusted
 from zerobook.launcher.launch import LaunchError, RunResult
 
 CACHE_ENV, WRITE_ENV = "ZEROBOOK_RUN_CACHE", "ZEROBOOK_RUN_CACHE_WRITE"
+NEW = "new"  # WRITE_ENV's value for: replay what is recorded, launch and record what is not
 STUDENT_FILE_BYTES = 16 * 2**20  # the most of a student's rank script the grader reads
 
 
@@ -43,7 +47,7 @@ def replay(name: str):
     folder = os.environ.get(CACHE_ENV)
     path = (
         Path(folder) / f"{name}.json"
-        if folder and not os.environ.get(WRITE_ENV)
+        if folder and os.environ.get(WRITE_ENV, "") in ("", NEW)
         else None
     )
     if path is None or not path.is_file():
@@ -58,20 +62,25 @@ def replay(name: str):
 
 
 def record(name: str, launch):
-    """Run `launch()`; in the clean run, record its result or its LaunchError under `name`."""
+    """Run `launch()`; in the clean run (or a test's, WRITE_ENV=new), record its result or its
+    LaunchError under `name`."""
     folder = os.environ.get(CACHE_ENV) if os.environ.get(WRITE_ENV) else None
     try:
         result = launch()
     except LaunchError as exc:
         if folder:
-            (Path(folder) / f"{name}.json").write_text(
-                json.dumps({"error": str(exc), "log": exc.log})
-            )
+            write(Path(folder) / f"{name}.json", {"error": str(exc), "log": exc.log})
         raise
     if folder:
-        (Path(folder) / f"{name}.json").write_text(
-            json.dumps(
-                {"ranks": result.ranks, "log": result.log, "seconds": result.seconds}
-            )
+        write(
+            Path(folder) / f"{name}.json",
+            {"ranks": result.ranks, "log": result.log, "seconds": result.seconds},
         )
     return result
+
+
+def write(path: Path, record: dict) -> None:
+    """Whole or not at all: a kernel replaying it beside the launch never reads half a file."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(json.dumps(record))
+    os.replace(partial, path)

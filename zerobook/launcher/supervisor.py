@@ -27,13 +27,16 @@ from zerobook.launcher.rank_output import RankOutput
 
 # of a line not ended yet; a longer one is passed on in pieces
 MAX_PENDING_BYTES = 1 << 16
-# read as a run starts (the zygote's agent gets them from the run, not from the zygote)
+# read as a run starts (the zygote's agent gets them from the run, not from the zygote); the
+# run cache's are read by the notebook's kernel, never by a rank (zerobook.run_cache)
 PER_RUN = {
     REPORT_DIR_ENV,
     run_processes.RUN_ID_ENV,
     TIMEOUT_ENV,
     "TMPDIR",
     "PYTEST_CURRENT_TEST",
+    "ZEROBOOK_RUN_CACHE",
+    "ZEROBOOK_RUN_CACHE_WRITE",
 }
 
 
