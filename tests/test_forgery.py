@@ -88,12 +88,12 @@ def lazy(attack: str) -> str:
 DDP = {  # student -> (script, what the feedback says, what the review flags)
     "record_rewritten": (
         forgery("record_rewritten"),
-        "tampering: the run's record was rewritten",
+        ".__self__ is a library's or the grader's inside",
         "__self__",
     ),
     "record_rewritten_counts_kept": (
         forgery("record_rewritten_counts_kept"),
-        "the record reported differs from what happened",
+        ".__reduce__ is a library's or the grader's inside",
         "__reduce__",
     ),
     "abs_returns_zeros": (
@@ -108,27 +108,27 @@ DDP = {  # student -> (script, what the feedback says, what the review flags)
     ),
     "fork_rewrites_reports": (
         lazy("fork_rewrites_reports"),
-        "PermissionError: [Errno 1] Operation not permitted",
+        "os is not a module this lab's file may import",
         "os.fork",
     ),
     "torch_ddp": (
         forgery("torch_ddp"),
-        "torch.nn.parallel.DistributedDataParallel is PyTorch's own implementation",
+        "torch.nn.parallel is not a module this lab's file may import",
         "DistributedDataParallel",
     ),
     "torch_reducer": (
         forgery("torch_reducer"),
-        "is PyTorch's own implementation of what this part grades",
+        "torch.distributed.Reducer is not a name this lab's file may use",
         "Reducer",
     ),
     "course_ddp_by_path": (
         forgery("course_ddp_by_path"),
-        "is hidden while this lab is graded",
+        "importlib.util is not a module this lab's file may import",
         "spec_from_file_location",
     ),
     "course_ddp_exec": (
         forgery("course_ddp_exec"),
-        "is hidden while this lab is graded",
+        "zerobook is not a module this lab's file may import",
         "exec",
     ),
 }
@@ -218,7 +218,7 @@ def test_lab4_forged_records_and_hidden_gradients_lose_what_they_forge(graded_ze
         graded_zero,
         "zero",
         "zero1_posing_as_zero2",
-        "the run's record was rewritten",
+        "gc is not a module this lab's file may import",
         "gc.get_objects",
     )
     zero_saying(
@@ -296,14 +296,12 @@ def test_lab5_forged_records_borrowed_zero3_and_hidden_units_lose_what_they_forg
 ):
     scores, _, flags = outcome(graded_zero3, "reference")
     assert scores == POINTS["zero3"] and not flags, (scores, flags)
-    rewritten = "the run's record was rewritten"
+    refused = "gc is not a module this lab's file may import"
     zero_saying(
-        graded_zero3, "zero3", "no_prefetch_rewritten", rewritten, "gc.get_objects"
+        graded_zero3, "zero3", "no_prefetch_rewritten", refused, "gc.get_objects"
     )
-    differs = (
-        "the record reported differs from what happened"  # counts made up: witnessed
-    )
-    zero_saying(graded_zero3, "zero3", "counts_kept", differs, "__reduce__")
+    inside = ".__reduce__ is a library's or the grader's inside"
+    zero_saying(graded_zero3, "zero3", "counts_kept", inside, "__reduce__")
     zero_saying(
         graded_zero3,
         "zero3",
@@ -315,7 +313,7 @@ def test_lab5_forged_records_borrowed_zero3_and_hidden_units_lose_what_they_forg
         graded_zero3,
         "zero3",
         "import_guard_removed",
-        "zerobook.zero is hidden",
+        "sys is not a module this lab's file may import",
         "sys.meta_path",
     )
     hiders = (
@@ -391,10 +389,14 @@ def graded_withheld(tmp_path_factory):
     [
         (
             "memory",
-            "count_state_bytes() called zerobook.train.measure.unique_bytes",
+            "zerobook.train is not a module this lab's file may import",
             "__closure__",
         ),
-        ("ring_allreduce", "is hidden while this lab is graded", "exec"),
+        (
+            "ring_allreduce",
+            "zerobook is not a module this lab's file may import",
+            "exec",
+        ),
     ],
 )
 def test_a_withheld_original_from_a_closure_or_a_hidden_ring_run_from_text_scores_zero(
@@ -459,13 +461,14 @@ def test_no_feedback_page_shows_a_line_of_the_hidden_tests(graded_withheld):
 @pytest.mark.xdist_group("forgery_withheld")
 def test_a_ring_through_a_process_group_of_its_own_scores_zero(graded_withheld):
     """The second red team's ring all-reduced on a group it made, through the group's own
-    method (no dist function, the default group's count unmoved): every group's count is
-    watched now."""
+    method (no dist function, the default group's count unmoved): the ring lab's rules do not
+    offer new_group (every group's count is watched as well)."""
     root, done, scores = graded_withheld
     assert scores["ring_allreduce"]["side_group"] == dict.fromkeys(
         POINTS["ring_allreduce"], 0
     )
-    assert "did not record" in feedback_page(root, "side_group", "ring_allreduce")
+    refused = "torch.distributed.new_group is not a name this lab's file may use"
+    assert refused in feedback_page(root, "side_group", "ring_allreduce")
     flags = re.findall(
         r"^FLAGGED: side_group / ring_allreduce: (.*)$", done.stdout, re.M
     )

@@ -7,6 +7,8 @@ untouched release of every lab by tests/test_labs.py (each lab's mistakes: tests
 own, so that pytest-xdist can run them side by side.
 """
 
+import html
+
 import pytest
 
 from grading_helpers import (
@@ -100,7 +102,7 @@ ATTACKS = {
     "capstone": (
         "course_ddp_by_path",
         capstone_with_the_course_ddp,
-        "is hidden while this lab is graded",
+        "importlib.util is not a module this lab's file may import",
     )
 }
 
@@ -219,9 +221,8 @@ def test_ddp_a_wrong_design_loses_its_part_and_a_borrowed_ddp_scores_zero(tmp_pa
         tmp_path / "feedback" / student / "ddp" / "ddp.html"
     ).read_text()
     assert "the same gradients in another order" in page("planned")
-    assert "the course&#x27;s own implementation" in page(
-        "borrows"
-    ) or "the course's own implementation" in page("borrows")
+    refused = "zerobook.data_parallel.ddp is not a module this lab's file may import"
+    assert refused in html.unescape(page("borrows"))
 
 
 def test_a_private_copy_of_the_labs_grades_with_parameters_students_never_saw(tmp_path):

@@ -12,8 +12,8 @@ pytestmark = [pytest.mark.launch, pytest.mark.slow]
 
 
 def test_fsdp2_checkpoint_taken_from_its_guards_closure_fails_the_part(tmp_path):
-    """Lab 6's harness keeps the course's DCP save importable (it uses its module): the
-    original taken from the guard's closure is seen when called (zerobook.labs.withhold)."""
+    """The course's DCP save, taken from its guard's closure: the lab's rules refuse the
+    import and the closure before a line runs (zerobook.trust.policy)."""
     student = tmp_path / "fsdp2_student.py"
     student.write_text(
         lab_solution("fsdp2")
@@ -24,10 +24,9 @@ def test_fsdp2_checkpoint_taken_from_its_guards_closure_fails_the_part(tmp_path)
     )
     with pytest.raises(zb.LaunchError) as caught:
         zb.grading.run_part("fsdp2", str(student), "checkpoint", nproc=2, echo=False)
-    assert (
-        "save() called zerobook.train.sharded_checkpoint.save, the course's own"
-        in str(caught.value)
-    )
+    said = str(caught.value)
+    assert "`from zerobook import sharded_checkpoint`: zerobook is not a module" in said
+    assert ".__closure__ is a library's or the grader's inside" in said
 
 
 def test_fsdp2_checkpoint_kept_in_memory_is_not_found(tmp_path):

@@ -13,83 +13,68 @@ from lab_helpers import lab_solution, planted, released_rank_script
 pytestmark = pytest.mark.launch
 
 
-# lab -> (part, a file taking the graded idea from the course, what the failure says)
+# lab -> (part, a file taking the graded idea from the course, the module it names)
 BORROWED = {
     "ring_allreduce": (
         "bytes",
         "from zerobook.data_parallel.collectives import ring_all_reduce\n",
-        "zerobook.data_parallel.collectives is the course's own implementation of what this lab grades",
+        "zerobook.data_parallel.collectives",
     ),
     "fsdp2": (
         "checkpoint",
         "from zerobook.train.sharded_checkpoint import save\n",
-        "your save is zerobook.train.sharded_checkpoint.save, the course's own code",
+        "zerobook.train.sharded_checkpoint",
     ),
     "memory": (
         "fp32",
-        "from zerobook import measure\n\n\ndef count_state_bytes(params, grads, states):\n"
-        "    seen = set()\n    return {name: measure.unique_bytes(tensors, seen) for name, "
-        "tensors in (('params', params), ('grads', grads), ('optimizer', states))}\n",
-        "zerobook.train.measure.unique_bytes is the course's own implementation",
+        "from zerobook import measure\n",
+        "zerobook",
     ),
 }
-
-
-CAUGHT_COUNT = """
-from zerobook.train import measure
-
-
-def count_state_bytes(params, grads, states):
-    try:
-        return measure.model_state_bytes(params, grads, states)
-    except Exception:  # the refusal caught: the call still does not count
-        return {"params": 0, "grads": 0, "optimizer": 0}
-"""
-
-
-# the guard's original, taken from its closure: the call is seen however it was reached
-FROM_CLOSURE = (
-    Path(__file__).parent / "forgeries" / "measure_from_closure.py"
-).read_text()
 
 
 @pytest.mark.parametrize("lab", sorted(BORROWED))
 def test_a_graded_function_taken_from_the_course_fails_its_part_saying_so(
     tmp_path, lab
 ):
-    part, borrowing, message = BORROWED[lab]
+    """The lab's rules (zerobook.trust.policy) refuse the import before a line runs: the
+    launch fails naming the line and the module, and what the file may import."""
+    part, borrowing, module = BORROWED[lab]
     student = tmp_path / f"{lab}_student.py"
-    # defined last: the borrowed one counts (debug=False: Lab 1's DDP crashes under it)
+    # defined last: the borrowed one would count (debug=False: Lab 1's DDP crashes under it)
     student.write_text(lab_solution(lab) + "\n\n" + borrowing)
-    with pytest.raises(zb.LaunchError, match="Withheld|ForbiddenImport") as caught:
+    with pytest.raises(zb.LaunchError, match="PolicyViolation") as caught:
         zb.grading.run_part(lab, str(student), part, nproc=2, echo=False, debug=False)
-    assert message in str(caught.value)
+    said = str(caught.value)
+    assert (
+        f"`{borrowing.strip()}`: {module} is not a module this lab's file may import"
+        in said
+    )
+    assert "this lab's file may import collections" in said
 
 
-FROM_TEXT = (Path(__file__).parent / "forgeries" / "measure_from_text.py").read_text()
+FORGERIES = Path(__file__).parent / "forgeries"
 
 
 @pytest.mark.parametrize(
-    "how",
-    ["refusal caught", "original from the closure", "compiled again from its text"],
+    "forgery, says",
+    [
+        ("measure_from_closure", ".__closure__ is a library's or the grader's inside"),
+        ("measure_from_text", "code is not a module this lab's file may import"),
+    ],
 )
-def test_a_withheld_function_called_anyway_fails_the_part(tmp_path, how):
-    """Lab 1's harness needs the course's byte counter itself, so it is withheld, not
-    forbidden: a call is refused even when the refusal is caught, and a call of the original
-    taken from the guard's closure, or of a copy compiled again from its source text, is seen
-    by the grader's watch on its bytecode (zerobook.labs.withhold)."""
+def test_a_withheld_function_taken_back_is_refused_before_it_runs(
+    tmp_path, forgery, says
+):
+    """The red team's ways to the course's byte counter (its guard's closure; its source
+    compiled again) need names the rules refuse: the file never runs."""
     student = tmp_path / "memory_student.py"
-    files = {"refusal caught": CAUGHT_COUNT, "original from the closure": FROM_CLOSURE}
-    student.write_text(files.get(how, FROM_TEXT))
-    with pytest.raises(zb.LaunchError) as caught:
+    student.write_text((FORGERIES / f"{forgery}.py").read_text())
+    with pytest.raises(zb.LaunchError, match="PolicyViolation") as caught:
         zb.grading.run_part(
             "memory", str(student), "fp32", nproc=2, echo=False, debug=False
         )
-    name = "model_state_bytes" if how == "refusal caught" else "unique_bytes"
-    assert (
-        f"count_state_bytes() called zerobook.train.measure.{name}, the course's own"
-        in str(caught.value)
-    )
+    assert says in str(caught.value)
 
 
 def test_an_untouched_student_file_fails_at_once_without_launching(tmp_path):

@@ -15,11 +15,9 @@ torch as the harness measures with it (zerobook.labs.untouched).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import inspect
 import json
 import os
-import sys
 from pathlib import Path
 
 from zerobook.labs.withhold import (  # noqa: F401 - the labs import them from here
@@ -38,6 +36,7 @@ from zerobook.labs.withhold import (  # noqa: F401 - the labs import them from h
 PARAMS_ENV = "ZEROBOOK_LAB_PARAMS"
 _torch: list = [None]  # torch as load_student found it (zerobook.labs.untouched.take)
 loaded: list = [None]  # the student's file, once imported (its lines lead a failure)
+_lab: list = [None]  # the lab whose rules the file runs under (zerobook.trust.policy)
 
 
 def parse_args(parts: list[str], argv=None) -> argparse.Namespace:
@@ -98,6 +97,7 @@ def load_student(path: str, withheld=()):
         also=lambda: untouched.check(_torch[0], collectives=False, tensors=True),
     )  # from now on only the harness's code reports, torch untouched
     loaded[0] = str(file)
+    _lab[0] = Path(harness["__file__"]).stem  # zerobook/labs/LAB.py
     return import_again(file, "student")
 
 
@@ -119,13 +119,11 @@ def import_again(path, name: str = "student_again"):
     does: a second copy shares nothing the first kept in its globals (Lab 6 loads a checkpoint
     with it, so that a checkpoint kept in memory instead of on disk is not found)."""
     from zerobook.labs import untouched
+    from zerobook.trust import restricted
 
-    spec = importlib.util.spec_from_file_location(name, Path(path).resolve())
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     before = len(taken)
-    with student_code():  # its import is the student's code too
-        spec.loader.exec_module(module)
+    with student_code():  # its import is the student's code too, under the lab's rules
+        module = restricted.load(path, name, _lab[0])
     if len(taken) > before:
         raise Withheld(
             f"your file called {taken[before]} as it was imported: write your own"

@@ -62,7 +62,8 @@ def roots(module, model=None) -> list:
     """The values a student's `module` holds outside its objects (see above)."""
     file = getattr(module, "__file__", None)
     out, seen = [], set()
-    todo = list(vars(module).values()) + _hooks(model)
+    # (its builtins are the grader's: zerobook.trust.restricted)
+    todo = [v for k, v in vars(module).items() if k != "__builtins__"] + _hooks(model)
     while todo:
         value = todo.pop()
         if id(value) in seen:

@@ -28,6 +28,8 @@ import threading
 import types
 from pathlib import Path
 
+from zerobook.trust.restricted import PolicyViolation
+
 PACKAGE = Path(__file__).resolve().parents[1]  # zerobook/
 calls = [
     0
@@ -108,7 +110,7 @@ def course_origin(function) -> str | None:
     return None
 
 
-class ForbiddenImport(ImportError):
+class ForbiddenImport(PolicyViolation):
     """The student's file imported what a lab grades from the course or a library: the
     run scores 0 (zerobook.labs.crash lets it end the run, not one step)."""
 

@@ -1,5 +1,7 @@
 """trust: what keeps a graded run honest when the student's code runs inside it. Rank side.
 
+    policy        what a graded file may use: an allow-list per lab, read from its text
+    restricted    the file run under those rules: module views, builtins, its import
     graded_rank   what a graded rank may not do: start a process (seccomp), or be read by its
                   peers (undumpable); zerobook.launcher.rank_entry confines it before the lab
     report_guard  a harness's reports guarded against the student's file in the same process

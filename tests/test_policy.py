@@ -1,0 +1,214 @@
+"""A graded file under its lab's allow-list (zerobook.trust.policy, .restricted): every reference
+and every careless submission passes it; each class of attack the red teams found is refused by
+name, before the file runs or when an alias is used, whatever the lab's harness checks after."""
+
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+from test_careless import CORPUS
+from test_forgery import reference
+from zerobook.classroom.release import lab_names
+from zerobook.trust import policy, restricted
+
+LABS = lab_names(ROOT / "labs")
+
+
+def load(tmp_path, source: str, lab: str = "ddp"):
+    path = tmp_path / f"{lab}_student.py"
+    path.write_text(textwrap.dedent(source))
+    return restricted.load(path, "student", lab)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_every_reference_passes_its_labs_rules(tmp_path, lab):
+    assert policy.check(reference(lab), lab) == []
+    load(tmp_path, reference(lab), lab)  # its imports and top level run under the rules
+
+
+def test_every_careless_submission_passes_its_labs_rules():
+    """Honest students never meet the rules: the careless class's mistakes are ideas, not
+    reaches around the grader (one of them counts calls with getattr, which is allowed)."""
+    for lab, corpus in CORPUS.items():
+        for student, (pairs, _, _) in corpus.items():
+            source = reference(lab)
+            for old, new in zip(pairs[::2], pairs[1::2]):
+                source = source.replace(old, new)
+            assert policy.check(source, lab) == [], (lab, student)
+
+
+# (the class of attack, its file, its lab, words of the refusal)
+REFUSED = [
+    ("harness", "import __main__", "ddp", "__main__ is not a module"),
+    (
+        "harness",
+        "import sys\nh = sys.modules['__main__']",
+        "ddp",
+        "sys is not a module",
+    ),
+    (
+        "harness",
+        "def g():\n    yield 1\nf = g().gi_frame.f_back.f_globals",
+        "zero",
+        ".gi_frame reaches the interpreter's inside",
+    ),
+    (
+        "harness",
+        "try:\n    1 / 0\nexcept Exception as e:\n    t = e.__traceback__",
+        "zero",
+        ".__traceback__ is a library's or the grader's inside",
+    ),
+    ("harness", "import os\np = os.environ", "zero3", "os is not a module"),
+    (
+        "harness",
+        "x = '{0.__class__}'.format(1)",
+        "ddp",
+        ".format() looks up attributes",
+    ),
+    (
+        "harness",
+        "f = getattr('{0.__class__}', 'format')",
+        "ddp",
+        "getattr(..., 'format')",
+    ),
+    ("harness", "f = getattr(print, '__self__')", "ddp", "getattr(..., '__self__')"),
+    ("withheld", "import operator", "memory", "operator is not a module"),
+    ("withheld", "import _thread", "ddp", "_thread is not a module"),
+    ("withheld", "import threading", "ddp", "threading is not a module"),
+    ("withheld", "import zerobook", "ddp", "zerobook is not a module"),
+    (
+        "withheld",
+        "from zerobook.data_parallel import ddp",
+        "ddp",
+        "zerobook.data_parallel is not a module",
+    ),
+    (
+        "withheld",
+        "import torch\nD = torch.nn.parallel.DistributedDataParallel",
+        "capstone",
+        "torch.nn.parallel is not a module",
+    ),
+    (
+        "withheld",
+        "import torch.distributed as dist\nR = dist.Reducer",
+        "ddp",
+        "torch.distributed.Reducer is not a name",
+    ),
+    ("state", "import copyreg", "zero", "copyreg is not a module"),
+    ("state", "import gc", "zero3", "gc is not a module"),
+    ("state", "import torch\ntorch.kept = []", "zero3", "may not change it"),
+    ("state", "import torch\nt = torch\nt.kept = []", "zero3", "may not change it"),
+    (
+        "metered",
+        "import torch.distributed as dist\nS = dist.TCPStore",
+        "ring_allreduce",
+        "torch.distributed.TCPStore is not a name",
+    ),
+    (
+        "metered",
+        "import torch.distributed as dist\nd = dist\nS = d.TCPStore",
+        "ring_allreduce",
+        "torch.distributed.TCPStore is not a name",
+    ),
+    (
+        "metered",
+        "import torch.distributed as dist\ng = dist.new_group",
+        "ring_allreduce",
+        "torch.distributed.new_group is not a name",
+    ),
+    (
+        "metered",
+        "import torch.distributed as dist\nr = dist.all_reduce",
+        "ring_allreduce",
+        "torch.distributed.all_reduce is not a name",
+    ),
+    ("metered", "import socket", "ring_allreduce", "socket is not a module"),
+    (
+        "metered",
+        "import socket\ns = socket.socket",
+        "setup_check",
+        "socket.socket is not a name",
+    ),
+    (
+        "metered",
+        "import torch\ns = torch.UntypedStorage.from_file",
+        "zeropp",
+        ".from_file reaches",
+    ),
+    (
+        "torch",
+        "import torch\ntorch.set_flush_denormal(True)",
+        "zero",
+        "torch.set_flush_denormal is not a name",
+    ),
+    (
+        "torch",
+        "import torch\nx = torch.load('c.pt', weights_only=False)",
+        "capstone",
+        "weights_only=False) would run a pickle's code",
+    ),
+    (
+        "rules",
+        "import torch.distributed as dist\nd = type(dist)('ddp', 'torch.distributed')",
+        "ring_allreduce",
+        "a module view is made by the grader's import only",
+    ),
+    ("rules", "e = eval('1')", "ddp", "eval reaches around the grader's rules"),
+    ("rules", "from . import x", "ddp", "a relative import"),
+]
+
+
+@pytest.mark.parametrize(
+    "kind, source, lab, says",
+    REFUSED,
+    ids=[f"{r[0]}-{i}" for i, r in enumerate(REFUSED)],
+)
+def test_each_class_of_attack_is_refused_by_name(tmp_path, kind, source, lab, says):
+    with pytest.raises(restricted.PolicyViolation) as refused:
+        load(tmp_path, source, lab)
+    assert says in str(refused.value), str(refused.value)
+
+
+def test_a_refusal_names_the_line_and_what_the_file_may_import(tmp_path):
+    with pytest.raises(restricted.PolicyViolation) as refused:
+        load(tmp_path, "import torch\n\nimport sys\n", "ddp")
+    said = str(refused.value)
+    assert (
+        "line 3: `import sys`: sys is not a module this lab's file may import" in said
+    )
+    assert f"this lab's file may import {policy.modules_text('ddp')}" in said
+
+
+def test_what_the_file_holds_is_a_view_that_follows_the_real_module(
+    tmp_path, monkeypatch
+):
+    """A harness that meters a collective by replacing it is what the file's call reaches; a
+    view is a module to the harness's walkers, with no name of Python's own."""
+    import types
+
+    import torch.distributed
+
+    student = load(tmp_path, "import torch.distributed as dist\n", "ddp")
+    monkeypatch.setattr(torch.distributed, "all_reduce", metered := object())
+    assert student.dist.all_reduce is metered
+    assert isinstance(student.dist, types.ModuleType)
+    assert getattr(student.dist, "__file__", None) is None
+    own = load(
+        tmp_path, "class A:\n    def __init__(self):\n        self._x = 1\n", "ddp"
+    )
+    assert own.A()._x == 1  # the file's own object's names are its own
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_each_lab_tells_its_rules_before_the_student_writes_a_line(lab):
+    """The intro of the instructor notebook (and so of the release) ends with the rules as
+    zerobook.trust.policy has them."""
+    import json
+
+    cells = json.loads((ROOT / "labs" / lab / f"{lab}.ipynb").read_text())["cells"]
+    intro = next(
+        c for c in cells if c["metadata"].get("nbgrader", {}).get("grade_id") == "intro"
+    )
+    said = " ".join("".join(intro["source"]).split())
+    assert said.endswith(" ".join(policy.rules_text(lab).split())), lab

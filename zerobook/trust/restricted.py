@@ -1,0 +1,174 @@
+"""A graded student file run under its lab's rules (zerobook.trust.policy) as it runs, not only
+as it reads: `load` checks the text, then executes it as a module whose builtins are the
+allowed ones and whose `import` hands out views, not modules.
+
+    module = restricted.load("ddp_student.py", "student", "ddp")   # PolicyViolation if refused
+
+A view shows the names of one module that the lab allows, looked up when used (a harness that
+meters `dist.all_reduce` is what the student's call reaches); it has no other attribute and takes
+none, so the file can neither reach the real module (`sys.modules`, `__main__` and the grader
+are not among its names) nor stash anything on it. A submodule is a view too, where the lab
+allows it; `torch.load` reads tensors only (weights_only: a pickle could import any module).
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import sys
+import types
+from pathlib import Path
+
+from zerobook.trust import policy
+
+
+def guarded(function, what: str):
+    """getattr, setattr, delattr as the file may call them: not for a name the rules keep
+    (an inside, a frame's, a format's), whatever text builds it."""
+
+    def checked(owner, name, *rest):
+        if not isinstance(name, str) or name.startswith("_") or name in REFUSED:
+            raise PolicyViolation(
+                f"{what}(..., {name!r}): not a name your file may use"
+            )
+        return function(owner, name, *rest)
+
+    return checked
+
+
+REFUSED = policy.REFUSED_ATTRIBUTES | {"format"}
+SAFE_BUILTINS = {
+    name: getattr(builtins, name)
+    for name in dir(builtins)
+    if not name.startswith("_") and name not in policy.REFUSED_BUILTINS
+}
+
+
+_KEY = object()  # what only this module's code can give View: the file cannot make one
+
+
+class PolicyViolation(ImportError):
+    """The student's file uses what its lab's rules refuse: the part scores 0 (the run ends at
+    the import, zerobook.labs.crash), the message naming each line and why."""
+
+
+class View(types.ModuleType):
+    """What the student's file holds for an allowed module: its allowed names, read-only. A
+    module to the harness's walkers (which skip modules); its own name is not the module's, so
+    that Python's `from x import y` never falls back to the real module in sys.modules."""
+
+    def __init__(self, lab: str, module: str, key=None):
+        if (
+            key is not _KEY
+        ):  # type(torch)("fsdp2", "torch.distributed"): another lab's rules
+            raise PolicyViolation("a module view is made by the grader's import only")
+        super().__init__(f"<{module}>")
+        vars(self).update(_lab=lab, _module=module)
+
+    def __getattr__(self, name: str):
+        if name.startswith(
+            "_"
+        ):  # Python's and the harness's probes (__file__, __path__)
+            raise AttributeError(name)
+        lab, module = vars(self)["_lab"], vars(self)["_module"]
+        real = getattr(importlib.import_module(module), name)
+        full = f"{module}.{name}"
+        if isinstance(real, types.ModuleType):
+            if policy.allows(lab, full):
+                return View(lab, full, _KEY)
+            raise PolicyViolation(
+                f"{full} is not a module this lab's file may use (it may import "
+                f"{policy.modules_text(lab)})"
+            )
+        if not policy.allows(lab, module, name):
+            raise PolicyViolation(f"{full} is not a name this lab's file may use")
+        return WRAPPED.get(full, lambda real: real)(real)
+
+    def __setattr__(self, name, value):
+        raise PolicyViolation(
+            f"{vars(self)['_module']} is the grader's too: your file may not change it"
+        )
+
+    __delattr__ = __setattr__
+
+    def __dir__(self):
+        lab, module = vars(self)["_lab"], vars(self)["_module"]
+        return [
+            n
+            for n in dir(importlib.import_module(module))
+            if policy.allows(lab, module, n)
+        ]
+
+    def __repr__(self) -> str:
+        return f"<module {vars(self)['_module']!r}, as this lab's file may use it>"
+
+
+def tensors_only(load):
+    """torch.load that unpickles tensors and plain containers only (weights_only=True)."""
+
+    def load_tensors(*args, **kwargs):
+        if kwargs.get("weights_only") is False:
+            raise PolicyViolation(
+                "torch.load(weights_only=False) would run a pickle's code: load tensors"
+            )
+        kwargs["weights_only"] = True
+        return load(*args, **kwargs)
+
+    return load_tensors
+
+
+WRAPPED = {"torch.load": tensors_only}
+
+
+def importer(lab: str):
+    """The file's `__import__`: the lab's modules as views (a dotted import binds the
+    top-level package's view, as Python's own does), anything else refused."""
+
+    def restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if isinstance(fromlist, list):
+            # C code's PyImport_Import while the file's frame runs (torch.tensor imports
+            # torch.storage so): it passes a list, which no import statement compiles to,
+            # and reads sys.modules, not what this returns
+            return importlib.import_module(name)
+        if level:
+            raise PolicyViolation("a relative import: import the lab's modules by name")
+        if not policy.allows(lab, name):
+            raise PolicyViolation(
+                f"{name} is not a module this lab's file may import (it may import "
+                f"{policy.modules_text(lab)})"
+            )
+        importlib.import_module(name)
+        top = name if fromlist else name.partition(".")[0]
+        if not policy.allows(lab, top):
+            raise PolicyViolation(f"import {name} binds {top}: write `from ... import`")
+        return View(lab, top, _KEY)
+
+    return restricted_import
+
+
+def load(path, name: str, lab: str) -> types.ModuleType:
+    """The student's file at `path` run as module `name` under lab `lab`'s rules (its text
+    checked first: PolicyViolation names every line the rules refuse)."""
+    path = Path(path).resolve()
+    source = path.read_text()
+    refused = policy.check(source, lab, str(path))
+    if refused:
+        raise PolicyViolation(
+            f"{path.name} uses what this lab's rules do not allow (every part scores 0): "
+            + "; ".join(map(str, refused))
+            + f" (this lab's file may import {policy.modules_text(lab)})"
+        )
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    module.__builtins__ = dict(
+        SAFE_BUILTINS,
+        getattr=guarded(getattr, "getattr"),
+        setattr=guarded(setattr, "setattr"),
+        delattr=guarded(delattr, "delattr"),
+        __build_class__=builtins.__build_class__,
+        __import__=importer(lab),
+        __name__=name,
+    )
+    sys.modules[name] = module
+    exec(compile(source, str(path), "exec"), vars(module))
+    return module
