@@ -94,8 +94,8 @@ def test_a_capstone_that_takes_the_courses_zero3_scores_nothing(tmp_path, monkey
 def test_a_capstone_that_patches_the_held_out_loss_scores_nothing(
     tmp_path, monkeypatch
 ):
-    """A file that replaces the harness's held-out measure (to pass the target) is caught:
-    the run fails saying what it replaced."""
+    """A file that replaces the harness's held-out measure (to pass the target) cannot
+    import the module that holds it: the lab's rules refuse it, naming the line."""
     student = planted(
         tmp_path,
         monkeypatch,
@@ -103,9 +103,8 @@ def test_a_capstone_that_patches_the_held_out_loss_scores_nothing(
         "import torch\nimport zerobook.train.capstone_train as _ct\n\n"
         "_ct.held_out_bits = lambda *args: 0.0\n",
     )
-    with pytest.raises(
-        zb.LaunchError, match="tampering: the student's code replaced .*held_out"
-    ):
+    refused = "zerobook.train.capstone_train is not a module this lab's file may import"
+    with pytest.raises(zb.LaunchError, match=refused):
         launch(student, "train")
 
 

@@ -58,6 +58,7 @@ COMMON = {
     "torch": "*",
     "torch.nn": "*",
     "torch.nn.functional": "*",
+    "torch.optim": "*",
     "torch.distributed": DIST_BASE | COLLECTIVES | P2P,
     "math": "*",
     "itertools": "*",
