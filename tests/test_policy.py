@@ -62,6 +62,18 @@ REFUSED = [
     ("harness", "import os\np = os.environ", "zero3", "os is not a module"),
     (
         "harness",
+        "import torch\np = torch.os.environ",
+        "zero3",
+        "torch.os is not a module",
+    ),
+    (
+        "harness",
+        "import torch\nt = torch\nm = t.sys.modules",
+        "zero3",
+        "torch.sys is not a module",
+    ),
+    (
+        "harness",
         "x = '{0.__class__}'.format(1)",
         "ddp",
         ".format() looks up attributes",

@@ -59,6 +59,8 @@ COMMON = {
     "torch.nn": "*",
     "torch.nn.functional": "*",
     "torch.optim": "*",
+    "torch.linalg": "*",
+    "torch.autograd": "*",
     "torch.distributed": DIST_BASE | COLLECTIVES | P2P,
     "math": "*",
     "itertools": "*",
@@ -196,8 +198,14 @@ def _chain_problems(node, lab: str, bound: dict) -> list[str]:
 
 
 def _is_module(name: str) -> bool:
+    """A module, or a module one is known by (torch.os is os)."""
     import importlib.util
+    import sys
+    import types
 
+    parent, _, attr = name.rpartition(".")
+    if isinstance(getattr(sys.modules.get(parent), attr, None), types.ModuleType):
+        return True
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
