@@ -1,6 +1,7 @@
 """trust: what keeps a graded run honest when the student's code runs inside it. Rank side.
 
-    policy        what a graded file may use: an allow-list per lab, read from its text
+    policy        what a graded file may use: an allow-list per lab
+    policy_text   the file's text read under those rules, before a line runs
     restricted    the file run under those rules: module views, builtins, its import
     graded_rank   what a graded rank may not do: start a process (seccomp), or be read by its
                   peers (undumpable); zerobook.launcher.rank_entry confines it before the lab

@@ -1,7 +1,8 @@
 """What a graded student file may use: an allow-list per lab, read before the file runs.
 
     rules = policy.RULES["ddp"]           # the modules and names the DDP lab's file may use
-    policy.check(source, "ddp")           # [(line, what, why)]: empty for an honest file
+    policy.allows("ddp", "torch.distributed", "all_reduce")        # True
+    policy_text.check(source, "ddp")      # [(line, what, why)]: empty for an honest file
 
 The file may import the modules its lab lists and, from each, the names it lists (a module
 given as "*" offers every public name that is not a module, less what DENIED keeps: torch's
@@ -17,16 +18,13 @@ RestrictedPython was evaluated first: its default policy refuses 7 of the 10 ref
 solutions (augmented assignment to attributes and items: `self.bucket_bytes += n`), and its
 runtime guards would route every attribute access through a function of ours; the allow-list
 the labs need is of modules and names, which it leaves to the host. The rules here are read
-from the file's syntax tree (this module) and kept while it runs (zerobook.trust.restricted:
-module views, the builtins, the importer), so an alias (`d = dist; d.TCPStore`) is refused
-too, when it is used.
+from the file's syntax tree (zerobook.trust.policy_text) and kept while it runs
+(zerobook.trust.restricted: module views, the builtins, the importer), so an alias
+(`d = dist; d.TCPStore`) is refused too, when it is used.
 """
 
 from __future__ import annotations
 
-import ast
-import string
-from dataclasses import dataclass
 
 # names Python's syntax uses that are not a library's inside
 OWN_DUNDERS = {"__name__", "__init__"}
@@ -55,6 +53,7 @@ COLLECTIVES = {
 }  # fmt: skip
 # what every lab's file may use ("*": every public name but modules and DENIED's)
 COMMON = {
+    "__future__": {"annotations"},
     "torch": "*",
     "torch.nn": "*",
     "torch.nn.functional": "*",
@@ -79,6 +78,9 @@ DENIED = {
         "set_anomaly_enabled", "DisableTorchFunction", "DisableTorchFunctionSubclass",
     },
     "torch.nn": {"DataParallel"},
+    # these evaluate annotations written as text (eval: no rule reads text)
+    "typing": {"get_type_hints", "ForwardRef"},
+    "functools": {"singledispatch", "singledispatchmethod"},
 }  # fmt: skip
 # lab -> its file's modules and names (the labs grade the idea these would hand over)
 RULES = {
@@ -102,16 +104,6 @@ RULES = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Violation:
-    line: int
-    code: str
-    why: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: `{self.code}`: {self.why}"
-
-
 def allows(lab: str, module: str, name: str | None = None) -> bool:
     """Whether lab `lab`'s file may import `module` (name None) or use its `name`."""
     given = RULES[lab].get(module)
@@ -126,7 +118,7 @@ def allows(lab: str, module: str, name: str | None = None) -> bool:
 
 def modules_text(lab: str) -> str:
     """The modules lab `lab`'s file may import, for its messages and its notebook's header."""
-    return ", ".join(sorted(RULES[lab]))
+    return ", ".join(sorted(m for m in RULES[lab] if not m.startswith("_")))
 
 
 def rules_text(lab: str) -> str:
@@ -136,7 +128,7 @@ def rules_text(lab: str) -> str:
     offered = [words for words, names in groups if names <= dist]
     whole = set().union(*(names for _, names in groups if names <= dist))
     offered += [f"`{n}`" for n in sorted(dist - DIST_BASE - whole)]
-    modules = ", ".join(f"`{m}`" for m in sorted(RULES[lab]))
+    modules = ", ".join(f"`{m}`" for m in modules_text(lab).split(", "))
     return (
         "**The rules for your file.** The grader imports it under an allow-list. It may "
         f"import {modules}. Of `torch.distributed` it may use {', '.join(offered)}, "
@@ -144,146 +136,3 @@ def rules_text(lab: str) -> str:
         "naming the line, and every part scores 0: another module, a name or attribute "
         "that starts with `_` (your own excepted), `eval`, `exec`, `open`, a frame."
     )
-
-
-def check(source: str, lab: str, filename: str = "<student>") -> list[Violation]:
-    """Each use of `source` that lab `lab`'s rules refuse, with its line (a SyntaxError as
-    Python gives it)."""
-    tree = ast.parse(source, filename)
-    lines = source.splitlines()
-    bound = imported_modules(tree, lab)
-    found = []
-    for node in ast.walk(tree):
-        for why in _problems(node, lab) + _chain_problems(node, lab, bound):
-            code = lines[node.lineno - 1].strip() if node.lineno <= len(lines) else ""
-            found.append(Violation(node.lineno, code[:120], why))
-    return sorted(set(found), key=lambda v: v.line)
-
-
-def imported_modules(tree, lab: str) -> dict[str, str]:
-    """The names the file's imports bind to an allowed module ("dist" -> "torch.distributed")."""
-    bound = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:  # `import a.b` binds a; `import a.b as c`, a.b
-                top = a.name.partition(".")[0]
-                bound[a.asname or top] = a.name if a.asname else top
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                if allows(lab, f"{node.module}.{a.name}"):
-                    bound[a.asname or a.name] = f"{node.module}.{a.name}"
-    return {name: module for name, module in bound.items() if allows(lab, module)}
-
-
-def _chain_problems(node, lab: str, bound: dict) -> list[str]:
-    """`dist.TCPStore`, `torch.nn.parallel.X`: an attribute chain from an imported module that
-    leaves the lab's names (read from the text; an alias is refused when used)."""
-    chain = []
-    while isinstance(node, ast.Attribute):
-        chain.append(node.attr)
-        node = node.value
-    if not (isinstance(node, ast.Name) and node.id in bound) or not chain:
-        return []
-    module = bound[node.id]
-    for attr in reversed(chain):
-        if allows(lab, f"{module}.{attr}"):
-            module = f"{module}.{attr}"
-            continue
-        if _is_module(f"{module}.{attr}"):
-            return [_module_problem(lab, f"{module}.{attr}")]
-        if allows(lab, module, attr) or attr.startswith("_"):
-            return []  # a name of the lab's; an inside is refused by its own rule
-        return [f"{module}.{attr} is not a name this lab's file may use"]
-    return []
-
-
-def _is_module(name: str) -> bool:
-    """A module, or a module one is known by (torch.os is os)."""
-    import importlib.util
-    import sys
-    import types
-
-    parent, _, attr = name.rpartition(".")
-    if isinstance(getattr(sys.modules.get(parent), attr, None), types.ModuleType):
-        return True
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _problems(node, lab: str) -> list[str]:
-    if isinstance(node, ast.Import):
-        return [
-            _module_problem(lab, a.name) for a in node.names if not allows(lab, a.name)
-        ]
-    if isinstance(node, ast.ImportFrom):
-        return _from_problems(node, lab)
-    if isinstance(node, ast.Name):
-        return _name_problems(node.id)
-    if isinstance(node, ast.Attribute):
-        return _attribute_problems(node)
-    return []
-
-
-def _module_problem(lab: str, module: str) -> str:
-    return f"{module} is not a module this lab's file may import"
-
-
-def _from_problems(node: ast.ImportFrom, lab: str) -> list[str]:
-    if node.level or not node.module:
-        return ["a relative import: import the lab's modules by name"]
-    if not allows(lab, node.module):
-        return [_module_problem(lab, node.module)]
-    return [
-        f"{node.module}.{a.name} is not a name this lab's file may use"
-        for a in node.names
-        if not (
-            allows(lab, node.module, a.name) or allows(lab, f"{node.module}.{a.name}")
-        )
-    ]
-
-
-def _name_problems(name: str) -> list[str]:
-    if name in REFUSED_BUILTINS:
-        return [f"{name} reaches around the grader's rules: it is not available"]
-    if name.startswith("__") and name not in OWN_DUNDERS:
-        return [f"{name} is Python's machinery, not available to a graded file"]
-    return []
-
-
-def _attribute_problems(node: ast.Attribute) -> list[str]:
-    attr, owner = node.attr, node.value
-    if attr in REFUSED_ATTRIBUTES:
-        return [f".{attr} reaches the interpreter's inside (a frame, code, a file)"]
-    if attr == "format" and not _safe_format(owner):
-        return [
-            ".format() looks up attributes named in its text: use an f-string, or "
-            "format a literal string whose fields are plain ({} or {0})"
-        ]
-    if not attr.startswith("_"):
-        return []
-    if attr == "__init__" and _is_super_call(owner):
-        return []
-    if not attr.startswith("__") and isinstance(owner, ast.Name) and owner.id == "self":
-        return []  # the file's own object
-    return [f".{attr} is a library's or the grader's inside: use public names only"]
-
-
-def _is_super_call(node) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "super"
-    )
-
-
-def _safe_format(owner) -> bool:
-    """A literal string whose fields name no attribute or item ("{0.__class__}" would)."""
-    if not (isinstance(owner, ast.Constant) and isinstance(owner.value, str)):
-        return False
-    try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(owner.value) if f]
-    except ValueError:
-        return False
-    return all("." not in f and "[" not in f for f in fields)

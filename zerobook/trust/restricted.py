@@ -19,7 +19,7 @@ import sys
 import types
 from pathlib import Path
 
-from zerobook.trust import policy
+from zerobook.trust import policy, policy_text
 
 
 def guarded(function, what: str):
@@ -151,7 +151,7 @@ def load(path, name: str, lab: str) -> types.ModuleType:
     checked first: PolicyViolation names every line the rules refuse)."""
     path = Path(path).resolve()
     source = path.read_text()
-    refused = policy.check(source, lab, str(path))
+    refused = policy_text.check(source, lab, str(path))
     if refused:
         raise PolicyViolation(
             f"{path.name} uses what this lab's rules do not allow (every part scores 0): "
