@@ -9,10 +9,10 @@ saying why, and the classroom's review flags its means for the instructor.
   answering zeros (zerobook.labs.untouched); a process forked at import to rewrite the reports
   (a graded rank cannot start one: zerobook.trust.graded_rank); gradients or full units kept in
   module-level state (counted: zerobook.labs.student_state).
-- Borrowed implementations: PyTorch's DDP and its reducer (withheld: zerobook.labs.withhold),
-  the course's DDP loaded from its file or run from its text, the import guard taken off
-  sys.meta_path (hidden while graded: zerobook.classroom.unseen), a withheld function's
-  original taken from its guard's closure (seen by the grader's watch).
+- Borrowed implementations: PyTorch's DDP and its reducer, the course's DDP loaded from its file
+  or run from its text, the import guard taken off sys.meta_path, a withheld function's
+  original taken from its guard's closure. Each now meets the lab's rules (zerobook.trust.policy:
+  the module, name or attribute it needs is refused by name before the file runs).
 Lab 0's attacks on the trusted side are tests/test_hostile.py's; the capstone's DDP loaded by
 path is in tests/test_grading_labs.py's round trip (its reference is timed there already).
 """

@@ -95,7 +95,7 @@ OLD_NAMES = {
         "GATHER REDUCE padded unit_sizes blocks listed check_parity unwaited check_groups check_kept check_peak sent expected_sent check_traffic check_forward check_backward prefetch timeline"
     ),
     "zero3_record": (
-        "TORCH_FORBIDDEN HELD RecordedAdamW pieces refuse_torch_fsdp torch_fsdp_used layout same owner step_events reachable kept"
+        "TORCH_FORBIDDEN HELD RecordedAdamW pieces torch_fsdp_used layout same owner step_events reachable kept"
     ),
     "capstone_checks": (
         "first_parting curve_problems clip_problems expected_kept kept_problems target_problems resume_problems"

@@ -178,7 +178,6 @@ HARNESSES = sorted(
 )
 LAB_LIBRARY = (
     "harness",
-    "withhold",
     "untouched",
     "student_state",
     "means",

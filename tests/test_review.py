@@ -199,19 +199,24 @@ def test_each_lab_flags_pytorchs_implementation_of_what_it_grades_but_not_its_po
 
 
 @pytest.mark.parametrize("lab", [lab for lab in LABS if lab != "setup_check"])
-def test_what_each_harness_withholds_or_forbids_is_flagged_in_its_lab(lab):
+def test_the_course_modules_a_lab_grades_are_refused_by_its_rules_and_flagged(lab):
+    """What the review compares a lab's functions with, and what its harness hides while it
+    is graded: the lab's rules (zerobook.trust.policy) refuse each, and the review flags each."""
+    from zerobook.classroom.review_rules import COURSE
+    from zerobook.trust import policy
+
     harness = ast.parse((ROOT / "zerobook" / "labs" / f"{lab}.py").read_text())
-    named = [
-        text.split(":")[0]
+    unseen = [
+        c.value
         for node in harness.body
         if isinstance(node, ast.Assign)
-        and {getattr(t, "id", None) for t in node.targets} & {"FORBIDDEN", "WITHHELD"}
+        and {getattr(t, "id", None) for t in node.targets} == {"UNSEEN"}
         for c in ast.walk(node.value)
         if isinstance(c, ast.Constant)
-        and isinstance(text := c.value, str)
-        and "." in text
     ]
-    assert named and all(matching(name, flagged_in(lab)) for name in named), named
+    named = [*COURSE[lab], *unseen]
+    assert named and not any(policy.allows(lab, name) for name in named), named
+    assert all(matching(name, flagged_in(lab)) for name in named), named
 
 
 class Renamed(ast.NodeTransformer):

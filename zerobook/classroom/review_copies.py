@@ -1,5 +1,5 @@
 """Copies of the course's own code in a submission: each of the student's functions compared with
-the functions of the course modules its lab withholds, names and layout aside.
+the functions of the course modules that implement what its lab grades, names and layout aside.
 
 A function's normalised tokens are its code as `ast.unparse` writes it (docstrings, comments,
 annotations and decorators left out), strings as one token; in every window of WINDOW tokens

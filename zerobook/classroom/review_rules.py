@@ -212,8 +212,8 @@ COLLECTIVES = tuple(
     f"torch.distributed.{name}"
     for name in ("all_reduce*", "reduce", "reduce_scatter*", "all_gather*", "broadcast")
 )
-# lab -> the course's modules that implement what it grades (the harness withholds or
-# forbids them; the review compares the student's functions with theirs)
+# lab -> the course's modules that implement what it grades (the lab's rules keep them from
+# the student's file; the review compares the student's functions with theirs)
 COURSE = {
     "setup_check": (),
     "memory": ("zerobook.train.measure", "zerobook.accounting.memory"),

@@ -3,10 +3,10 @@
     hidden = unseen.files("ddp")          # [.../zerobook/data_parallel/ddp.py, .../zerobook/labs/bucket_events.py]
     unseen.binds(hidden, stub)            # bwrap arguments that put `stub` in their place
 
-A lab's harness forbids the course modules that implement what the lab grades (zerobook.labs.
-withhold.forbid: unimportable by name). A file can still read their source and run it under
-another name (importlib's spec_from_file_location, `exec`). So every sandbox of a graded
-submission (its notebook functions' server and its ranks: zerobook.classroom.clean_score) sees,
+A graded rank script cannot import the course's modules, nor read a file (its lab's rules:
+zerobook.trust.policy); the notebook functions the function server runs are not under those
+rules, and could read a module's source and run it under another name. So every sandbox of a
+graded submission (its notebook functions' server and its ranks: zerobook.classroom.clean_score) sees,
 at each such module's path, a stub that raises ImportError instead: a module's file (and its
 folder's compiled copies, __pycache__), or a package's whole folder; in every checkout of the
 package the sandbox binds. Each harness names them in UNSEEN (modules it does not import itself:

@@ -28,9 +28,8 @@ notebook's tests grade those reports.
     zeropp           Lab 9: the student's qwZ and hpZ: quantizer, quantized gather, node, pieces
       zeropp_checks  the checks: bounds from the block size, bytes and groups per collective
 
-What every harness shares: harness (import the student's file, call into it safely), withhold
-(the course's implementations kept from the student's file), crash (what a run established
-before it failed), hints (what an error most likely means), means, student_state, untouched,
+What every harness shares: harness (import the student's file under its lab's rules,
+zerobook.trust.policy, and call into it safely), crash (what a run established before it failed), hints (what an error most likely means), means, student_state, untouched,
 weights_used.
 
 The experiments that chapters and benchmarks launch live in `zerobook.runs`; what both need

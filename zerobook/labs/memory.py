@@ -19,10 +19,6 @@ from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.train.precision import MixedPrecisionAdamW
 
 PARTS = ["fp32", "mixed", "flat"]
-WITHHELD = [
-    "zerobook.train.measure:unique_bytes",
-    "zerobook.train.measure:model_state_bytes",
-]
 CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)
 
 
@@ -67,7 +63,7 @@ def train_one_step(part: str, me: zb.Rank):
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    student = load_student(cli.student, WITHHELD)
+    student = load_student(cli.student)
     model, optimizer = train_one_step(cli.part, me)
     params = list(model.parameters())
     grads = [p.grad for p in params if p.grad is not None]

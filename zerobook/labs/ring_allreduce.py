@@ -19,21 +19,18 @@ import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.data_parallel.inflight import every_group_count
 from zerobook.labs import hints
-from zerobook.labs.harness import call_student, forbid, load_student, parse_args, refuse
-from zerobook.labs.withhold import Withheld
+from zerobook.labs.harness import call_student, load_student, parse_args, refuse
 from zerobook.trust.restricted import PolicyViolation
 from zerobook.trust.report_guard import TamperError
 
 PARTS = ["correct", "bytes"]
 # the course's ring: what this lab grades
-FORBIDDEN = ("zerobook.data_parallel.collectives",)
 UNSEEN = ("zerobook.data_parallel.collectives",)  # hidden from a graded submission
 SIZES = [1, 7, 1001, 4096 + 3, 2**20]
 
 
 P2P = ("send", "isend", "recv", "irecv")
-# the course's own refusals, as they are (a ForbiddenImport is a PolicyViolation)
-UNNAMED = (Withheld, PolicyViolation, TamperError)
+UNNAMED = (PolicyViolation, TamperError)  # the course's own refusals, as they are
 
 
 def per_p2p_op(me: zb.Rank) -> int:
@@ -101,7 +98,6 @@ def check_case(student, size: int, dtype: torch.dtype, me: zb.Rank, step: int) -
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    files = forbid(FORBIDDEN)
     step = per_p2p_op(me)
     student = load_student(cli.student)
     if cli.part == "correct":
@@ -112,12 +108,12 @@ def main() -> None:
             for dtype in (torch.float32, torch.float64)
             for size in SIZES
         }
-        refuse("your ring", student=student, files=files)
+        refuse("your ring")
         zb.report(cases=cases)
         return
     tensor = torch.ones(me.world_size * 12_000, device=me.device)
     meter = ring_call(student, tensor, me, step)
-    refuse("your ring", student=student, files=files)
+    refuse("your ring")
     zb.report(
         sent=meter.bytes_sent(),
         size_bytes=tensor.numel() * tensor.element_size(),

