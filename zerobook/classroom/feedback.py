@@ -5,7 +5,8 @@
 (nbgrader shows them as 0), on the feedback page; `scrub` takes the hidden tests' source and
 the tracebacks out of the notebook the feedback is made from (their failure messages stay),
 caps each output and shows each path as the course names it (zerobook.classroom.relative_paths);
-`tampered_tests` names test cells a student edited; `failure_page` gives a submission that
+each output, cell and the notebook's metadata rebuilt from what the page renders
+(zerobook.classroom.shown); `tampered_tests` names test cells a student edited; `failure_page` gives a submission that
 could not be graded its reason (grades.csv its 0: zerobook.classroom.grades_csv).
 """
 
@@ -18,6 +19,7 @@ from html import escape
 from pathlib import Path
 
 from zerobook.trust import untrusted
+from zerobook.classroom import shown
 from zerobook.classroom.relative_paths import output_relative, relative_paths
 
 # the label of a score the instructor has not given yet
@@ -35,9 +37,9 @@ def test_cells(notebook: dict) -> dict[str, dict]:
     """grade_id -> cell, for the autograded test cells (grade, not solution)."""
     out = {}
     for cell in notebook["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
+        meta = shown.cell_metadata(cell.get("metadata")).get("nbgrader", {})
         if (
-            cell["cell_type"] == "code"
+            cell.get("cell_type") == "code"
             and meta.get("grade")
             and not meta.get("solution")
         ):
@@ -100,12 +102,18 @@ def scrub(autograded: Path, clean: dict | None = None) -> None:
     notebook = untrusted.read_json(autograded, NOTEBOOK_BYTES)
     tests, seen_hidden = test_cells(notebook), False
     mine = (autograded.parent,)  # the student's files: shown by their names
+    notebook["metadata"] = dict(
+        shown.NOTEBOOK_METADATA
+    )  # none of theirs (widget state)
     for cell in notebook["cells"]:
+        cell["metadata"] = shown.cell_metadata(cell.get("metadata"))
+        cell["source"] = shown.text(cell.get("source")) or ""
+        cell.pop("attachments", None)
         if cell["cell_type"] != "code":
             continue
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        gid = cell["metadata"].get("nbgrader", {}).get("grade_id")
         if any(cell is c for c in tests.values()):
-            source = "".join(cell["source"])
+            source = cell["source"]
             seen_hidden = seen_hidden or bool(HIDDEN.search(source))
             cell["source"] = HIDDEN.sub(
                 "### hidden tests: not shown (their failures are) ###", source
@@ -121,8 +129,10 @@ def scrub(autograded: Path, clean: dict | None = None) -> None:
                     ]
         elif seen_hidden:
             cell["outputs"] = []
+        outputs = cell.get("outputs")
         cell["outputs"] = [
-            cap(output_relative(o, mine)) for o in cell.get("outputs", [])
+            cap(output_relative(shown.output(o), mine))
+            for o in (outputs if isinstance(outputs, list) else [])
         ]
     untrusted.write_fresh(autograded, json.dumps(notebook, indent=1))
 
@@ -136,7 +146,8 @@ def verdict(result: dict | None) -> list[dict]:
 
 
 def cap(output: dict) -> dict:
-    """One output with its text cut to MAX_OUTPUT_CHARS, saying how much was cut."""
+    """One output (as zerobook.classroom.shown builds it: its texts strings) with its text cut
+    to MAX_OUTPUT_CHARS, saying how much was cut."""
     for key in ("text",):
         if key in output:
             text = (
