@@ -212,3 +212,44 @@ def test_lab_9s_text_gives_the_sizes_its_harness_uses():
         f"for {harness.STEPS} steps",
     ):
         assert said in text, said
+
+
+SKIPS_THE_COLLECTIVES = '''
+import socket
+
+import torch.distributed as dist
+
+
+def all_reduce_contributions(rank, device):
+    """The total every rank would hold, computed here: no collective."""
+    n = dist.get_world_size()
+    return float(n * (n + 1) // 2)
+
+
+def gather_what_each_rank_sees(backend, device):
+    """Every rank as this one imagines it: no collective."""
+    host = socket.gethostname()
+    return [
+        {"rank": r, "backend": backend, "device": device, "host": host}
+        for r in range(dist.get_world_size())
+    ]
+'''
+
+
+def test_lab_0_cannot_be_passed_without_its_collectives(tmp_path):
+    """Issue 64's red team scored 5/5 with no collective: a rank can compute rank + 1's total,
+    and on one host every rank's entry. Each function is called again with what only its rank
+    knows (a secret contribution, a secret host name): only the collective gets them all."""
+    student = tmp_path / "setup_check_student.py"
+    student.write_text(SKIPS_THE_COLLECTIVES)
+    run = zb.grading.run_part("setup_check", str(student), "all_reduce", nproc=3)
+    assert [r["total"] for r in run.ranks] == [6.0] * 3  # the visible total: right
+    assert all(r["secret_total"] != r["secret_truth"] for r in run.ranks)
+    run = zb.grading.run_part("setup_check", str(student), "gather", nproc=3)
+    assert all(r["seen"] == [t["truth"] for t in run.ranks] for r in run.ranks)
+    for rank, report in enumerate(run.ranks):
+        hosts, truth = report["secret_hosts"], report["secret_truth"]
+        assert hosts[rank] == truth[rank] and hosts != truth  # its own host only
+    student.write_text(lab_solution("setup_check"))
+    run = zb.grading.run_part("setup_check", str(student), "all_reduce", nproc=3)
+    assert all(r["secret_total"] == r["secret_truth"] for r in run.ranks)

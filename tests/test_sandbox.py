@@ -345,3 +345,32 @@ def test_a_bubblewrap_too_old_for_the_bounds_is_named(tmp_path, monkeypatch):
     finally:
         sandbox.available.cache_clear()
     assert why and "needs bubblewrap >= 0.7" in why and "bubblewrap 0.6.2" in why, why
+
+
+def test_a_notebook_function_cannot_call_what_the_tests_compare_with(box, tmp_path):
+    """Lab 1's tests compare bytes_per_rank with the course's calculator (the setup cell's
+    `memory`); the function server ran the setup cell beside the student's, so a function that
+    returned `memory.model_state_bytes(...)` scored 2/2. The student's cells now run on their
+    own under the lab's rules: the name is not there, and importing it is refused."""
+    from zerobook.classroom.function_server import FunctionServer
+
+    calls = "def bytes_per_rank(psi, stage, n):\n    return memory.model_state_bytes(psi, stage, n)\n"
+    server = FunctionServer(calls, tmp_path, "memory")
+    try:
+        with pytest.raises(NameError, match="'memory' is not defined"):
+            server.call("bytes_per_rank", [1e9, 1, 8], {})
+    finally:
+        server.close()
+    imports = "from zerobook.accounting import memory\n" + calls
+    server = FunctionServer(imports, tmp_path, "memory")
+    try:
+        with pytest.raises(RuntimeError, match="zerobook.accounting is not a module"):
+            server.call("bytes_per_rank", [1e9, 1, 8], {})
+    finally:
+        server.close()
+    own = "def bytes_per_rank(psi, stage, n):\n    return {'total': psi * 16 / n}\n"
+    server = FunctionServer(own, tmp_path, "memory")
+    try:
+        assert server.call("bytes_per_rank", [8.0, 1, 8], {}) == {"total": 16.0}
+    finally:
+        server.close()

@@ -148,11 +148,10 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
     grading.sandbox_ranks(
         sandbox.RankSandbox([workdir], **hidden)
     )  # the ranks see only this folder
-    namespace, setup, results, server = {"__name__": "__main__"}, [], {}, None
+    namespace, results, server = {"__name__": "__main__"}, {}, None
     try:
         for kind, meta, code in cells_of(source):
             if kind == "setup":
-                setup.append(code)
                 run_cell(code, namespace)
             elif kind == "rank_script":
                 try:
@@ -161,13 +160,13 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
                     return {"error": f"the rank script could not be written: {exc}"}
             elif kind == "solution":
                 server = server or FunctionServer(
-                    "\n".join(setup),
                     "\n".join(
                         theirs[m.get("grade_id")]
                         for k, m, _ in cells_of(source)
                         if k == "solution" and m.get("grade_id") in theirs
                     ),
                     workdir,
+                    lab,
                     hidden,
                 )
                 # the functions the course's cell defines, no other name: a student's

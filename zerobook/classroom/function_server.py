@@ -1,8 +1,10 @@
 """The functions a student wrote in the notebook itself, run for the clean run in a sandbox of
 their own (zerobook.classroom.clean_score): the trusted side calls them through proxies, their
-arguments and results crossing as JSON lines, their exceptions by name.
+arguments and results crossing as JSON lines, their exceptions by name. The student's cells run
+on their own, under their lab's rules (zerobook.trust.restricted.run), not beside the course's
+setup cell: what the tests compare with (Lab 1's calculator) is not a name they can call.
 
-    server = FunctionServer(setup_code, student_code, workdir, hidden)
+    server = FunctionServer(student_code, workdir, "memory", hidden)
     server.call("expected_total", [4], {})   # -> 10, or the student's exception
 """
 
@@ -27,7 +29,7 @@ class FunctionServer:
     builtins' types as they are, anything else as RuntimeError)."""
 
     def __init__(
-        self, setup: str, student: str, workdir: Path, hidden: dict | None = None
+        self, student: str, workdir: Path, lab: str, hidden: dict | None = None
     ):
         argv = sandbox.command(
             [sys.executable, "-c", SERVER], writable=[str(workdir)], **(hidden or {})
@@ -41,7 +43,7 @@ class FunctionServer:
             start_new_session=True,
             preexec_fn=sandbox.set_limits,
         )
-        self.send({"setup": setup, "student": student})
+        self.send({"student": student, "lab": lab})
         try:
             self.started = self.receive()
         except (
@@ -106,8 +108,8 @@ os.dup2(2, 1)
 first = json.loads(sys.stdin.readline())
 namespace = {"__name__": "__main__"}
 try:
-    exec(compile(first["setup"], "setup", "exec"), namespace)
-    exec(compile(first["student"], "your notebook", "exec"), namespace)
+    from zerobook.trust.restricted import run
+    run(first["student"], "your notebook", first["lab"], namespace)
     channel.write(json.dumps({"ok": True}) + "\n")
 except BaseException as exc:
     channel.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
