@@ -354,23 +354,17 @@ def test_a_notebook_function_cannot_call_what_the_tests_compare_with(box, tmp_pa
     own under the lab's rules: the name is not there, and importing it is refused."""
     from zerobook.classroom.function_server import FunctionServer
 
+    def call(code: str):
+        server = FunctionServer(code, tmp_path, "memory")
+        try:
+            return server.call("bytes_per_rank", [8.0, 1, 8], {})
+        finally:
+            server.close()
+
     calls = "def bytes_per_rank(psi, stage, n):\n    return memory.model_state_bytes(psi, stage, n)\n"
-    server = FunctionServer(calls, tmp_path, "memory")
-    try:
-        with pytest.raises(NameError, match="'memory' is not defined"):
-            server.call("bytes_per_rank", [1e9, 1, 8], {})
-    finally:
-        server.close()
-    imports = "from zerobook.accounting import memory\n" + calls
-    server = FunctionServer(imports, tmp_path, "memory")
-    try:
-        with pytest.raises(RuntimeError, match="zerobook.accounting is not a module"):
-            server.call("bytes_per_rank", [1e9, 1, 8], {})
-    finally:
-        server.close()
+    with pytest.raises(NameError, match="'memory' is not defined"):
+        call(calls)
+    with pytest.raises(RuntimeError, match="zerobook.accounting is not a module"):
+        call("from zerobook.accounting import memory\n" + calls)
     own = "def bytes_per_rank(psi, stage, n):\n    return {'total': psi * 16 / n}\n"
-    server = FunctionServer(own, tmp_path, "memory")
-    try:
-        assert server.call("bytes_per_rank", [8.0, 1, 8], {}) == {"total": 16.0}
-    finally:
-        server.close()
+    assert call(own) == {"total": 16.0}
