@@ -25,7 +25,9 @@ SOURCE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
 # Lab 0's reference, graded, used at most 25 tasks, 1.1 GiB (summed RSS) and 62 files in a
 # process (measured here, 2 busy cores): the bounds leave it room, the hogs pass them.
 BOUNDS = {"TASKS": "160", "MEMORY_MB": "1536", "DISK_MB": "48", "FILES": "256"}
-ON_RANK_0 = 'import os as _os\nif _os.environ.get("RANK") == "0":\n'
+# (a rank script under its lab's rules: no os, no open, no time; what it can still do to the
+# machine is memory and disk, through the names the rules offer)
+ON_RANK_0 = "import torch as _torch\nif _torch.distributed.get_rank() == 0:\n"
 HOGS = {
     "fork_loop": """
     import time
@@ -45,12 +47,11 @@ HOGS = {
     for _where in (".", "/tmp"):
         try:
             for _i in range(8):  # 8 x 16 MiB into each
-                with open(f"{_where}/fill{_i}.bin", "wb") as _f:
-                    _f.write(b"x" * (16 << 20))
-        except OSError:
+                _torch.save(_torch.ones(4 << 20), f"{_where}/fill{_i}.bin")
+        except (OSError, RuntimeError):
             pass
-    import time
-    time.sleep(5)
+    for _ in range(10**8):  # kept alive a few seconds, as a slow step would be
+        pass
 """,
     "fd_leak": """
     _files = []
@@ -71,9 +72,13 @@ REASONS = {
 }
 
 
-# a graded rank cannot start a process (zerobook.trust.graded_rank): the fork loop runs where the
-# student's code can, in the notebook's own cells (the kernel, the clean run's function server)
-IN_THE_NOTEBOOK = {"fork_loop": "part1_expected_total"}
+# a graded rank cannot start a process (zerobook.trust.graded_rank) nor open a file (its lab's
+# rules): the fork loop and the file leak run where the student's code can, in the notebook's
+# own cells (nbgrader's kernel; the clean run's function server refuses them by the rules)
+IN_THE_NOTEBOOK = {
+    "fork_loop": "part1_expected_total",
+    "fd_leak": "part1_expected_total",
+}
 ON_THE_NOTEBOOK = "import os as _os\nif True:\n"
 
 

@@ -439,9 +439,12 @@ def test_no_feedback_page_shows_a_line_of_the_hidden_tests(graded_withheld):
     from zerobook.classroom.feedback import HIDDEN
 
     root, done, scores = graded_withheld
-    assert (
-        scores["memory"]["leaks_hidden_tests"] == POINTS["memory"]
-    )  # its work is right
+    # its work is right where its cell runs (nbgrader's kernel); the clean run, which scores,
+    # refuses the cell by the lab's rules (linecache is not a module it may import)
+    assert scores["memory"]["leaks_hidden_tests"] == {
+        **POINTS["memory"],
+        "test_accounting": 0,
+    }
     hidden = set()
     for lab in ("memory", "ring_allreduce"):
         cells = json.loads((ROOT / "labs" / lab / f"{lab}.ipynb").read_text())["cells"]

@@ -41,6 +41,21 @@ def edit(notebook: str, grade_id: str, change) -> str:
     return json.dumps(nb)
 
 
+def cell_after(notebook: str, grade_id: str, code: str) -> str:
+    """The notebook with a code cell of the student's own after cell `grade_id`: nbgrader's
+    kernel runs it; the clean run runs only the graded cells (the functions under the lab's
+    rules, zerobook.trust.restricted), so the attack reaches the kernel's side alone."""
+    nb = json.loads(notebook)
+    at = next(
+        i
+        for i, c in enumerate(nb["cells"])
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id
+    )
+    cell = {"cell_type": "code", "metadata": {}, "source": code, "outputs": []}
+    nb["cells"].insert(at + 1, dict(cell, execution_count=None))
+    return json.dumps(nb)
+
+
 def with_rank_functions(notebook: str, body: str, module_code: str = "") -> str:
     """The release's rank script with both functions' stubs replaced by `body` (not a stub, so the
     part launches) and `module_code` appended (what runs when the harness imports the file)."""
@@ -122,8 +137,8 @@ subprocess.Popen(["sleep", "600", "MARK"], start_new_session=True)
 # autograded notebook made a link to another student's submission, to the grader's stdout;
 # links to the instructor's notebook and the gradebook left beside it (nbgrader copies the
 # folder's other files into the feedback); a rank's report linked to /dev/zero once that rank
-# had finished. Each in the cell that defines expected_total (the kernel runs it in the
-# notebook's folder; the clean run's function server in a folder of its own).
+# had finished. Each in a cell of its own after the one that defines expected_total (nbgrader's
+# kernel runs it in the notebook's folder; the clean run runs the graded cells only).
 LINK_OVER_REFERENCE = """
 import os, pathlib
 try:
@@ -207,9 +222,7 @@ def submissions(root) -> dict[str, str]:
         "wrap_report": with_rank_functions(release, "    return None", WRAP_REPORT),
         "forge_and_exit": with_rank_functions(release, FORGE_AND_EXIT),
         "read_course": with_rank_functions(release, "    return None", READ_COURSE),
-        "vandal": edit(
-            part1_ok(release), "part1_expected_total", lambda s: s + "\n" + VANDAL
-        ),
+        "vandal": cell_after(part1_ok(release), "part1_expected_total", VANDAL),
         "kernel_exit": edit(
             solution, "part1_expected_total", lambda s: s + "\nimport os\nos._exit(3)\n"
         ),
@@ -230,9 +243,7 @@ def submissions(root) -> dict[str, str]:
         ),
         "not_json": solution[: len(solution) // 3],
         **{
-            student: edit(
-                part1_ok(release), "part1_expected_total", lambda s: s + "\n" + code
-            )
+            student: cell_after(part1_ok(release), "part1_expected_total", code)
             for student, code in (
                 ("link_over_reference", LINK_OVER_REFERENCE),
                 ("link_to_stdout", LINK_TO_STDOUT),
@@ -349,8 +360,8 @@ def test_a_run_part_patched_in_the_notebook_is_flagged_and_the_clean_run_counts(
 
 def test_a_wrapped_report_is_named_as_tampering(graded):
     root, _, _, _, _ = graded
-    page = (root / "feedback" / "wrap_report" / LAB / f"{LAB}.html").read_text()
-    assert "tampering: zb.report was replaced" in page
+    page = feedback_page(root, "wrap_report", LAB)  # the lab's rules refuse it first
+    assert "zerobook is not a module this lab's file may import" in page
 
 
 def test_vandalism_reaches_nobody_else_nor_the_gradebook_nor_the_course(graded):
@@ -431,15 +442,17 @@ def test_a_notebook_linked_to_the_graders_stdout_stops_nobody(graded):
 
 def test_a_report_linked_to_dev_zero_by_another_rank_fails_that_part_saying_why(graded):
     """Attack 4: once rank 0 had finished, rank 1 replaced its report by a link to /dev/zero,
-    which the trusted clean run read without bound. Now the launch fails, naming the file;
-    the student's other parts count."""
+    which the trusted clean run read without bound. The lab's rules now refuse the file (os,
+    time): no rank part runs, the notebook's part counts. (A report left as a link is read
+    as untrusted all the same: tests/test_untrusted.py.)"""
     root, _, _, scores, _ = graded
     assert scores["poison_report"] == {
         "test_part1": 1,
         "test_all_reduce": 0,
-        "test_gather": 2,
+        "test_gather": 0,
     }
-    assert "rank0.json cannot be trusted" in feedback_page(root, "poison_report", LAB)
+    page = feedback_page(root, "poison_report", LAB)
+    assert "os is not a module this lab's file may import" in page
 
 
 @pytest.mark.parametrize(
@@ -665,19 +678,20 @@ def test_lab2_a_forged_report_scores_zero_everywhere_and_is_named(graded_ddp):
     root, done, scores = graded_ddp
     assert scores["reference"] == DDP_POINTS, done.stdout[-3000:]
     assert scores["forge_parity"] == {part: 0 for part in DDP_POINTS}
-    assert "tampering: zb.report was replaced" in ddp_page(root, "forge_parity")
+    refused = "zerobook is not a module this lab's file may import"  # its rules, first
+    assert refused in ddp_page(root, "forge_parity")
 
 
 def test_lab2_an_all_reduce_that_bypasses_the_record_scores_zero_and_is_named(
     graded_ddp,
 ):
     """Its own all_reduce, through the process group, put in dist.all_reduce's place: the
-    harness finds torch.distributed's function replaced (zerobook.labs.untouched), so no part
-    counts; the process it tried to leave behind was never started."""
+    lab's rules refuse the process group's module and its private methods, and subprocess,
+    by name; no part counts; the process it tried to leave behind was never started."""
     root, _, scores = graded_ddp
     assert scores["bypass_all_reduce"] == dict.fromkeys(DDP_POINTS, 0)
     page = ddp_page(root, "bypass_all_reduce")
-    assert "replaced torch.distributed.all_reduce" in page
+    assert "torch.distributed.distributed_c10d is not a name this lab's file" in page
     left = [
         p.info["cmdline"]
         for p in psutil.process_iter(["cmdline"])
@@ -691,9 +705,8 @@ def test_lab2_a_patched_wait_that_hides_a_wait_at_once_scores_zero_and_is_named(
 ):
     root, _, scores = graded_ddp
     assert scores["patch_wait"] == {part: 0 for part in DDP_POINTS}
-    assert "tampering: the student's code replaced Handle.wait" in ddp_page(
-        root, "patch_wait"
-    )
+    refused = "zerobook.data_parallel is not a module this lab's file may import"
+    assert refused in ddp_page(root, "patch_wait")
 
 
 # Lab 4 (ZeRO-2 in FSDP2's layout): one run read by every test, as Lab 2's. Each submission
@@ -794,10 +807,10 @@ def test_lab4_a_forged_report_or_a_patched_meter_scores_zero_everywhere_and_is_n
     root, done, scores = graded_zero
     assert scores["reference"] == ZERO_POINTS, done.stdout[-3000:]
     for student, named in (
-        ("forge_parity", "tampering: zb.report was replaced"),
+        ("forge_parity", "zerobook is not a module this lab's file may import"),
         (
             "hide_all_reduce",
-            "tampering: the student's code replaced CommMeter._record_collective",
+            "zerobook.data_parallel is not a module this lab's file may import",
         ),
     ):
         assert scores[student] == {part: 0 for part in ZERO_POINTS}, student
@@ -807,12 +820,13 @@ def test_lab4_a_forged_report_or_a_patched_meter_scores_zero_everywhere_and_is_n
 def test_lab4_a_reduce_scatter_that_bypasses_the_record_scores_zero_and_is_named(
     graded_zero,
 ):
-    """Its own reduce-scatter, through the process group, put in dist's place: torch's
-    function replaced, so no part counts; the process it tried to leave was never started."""
+    """Its own reduce-scatter, through the process group, put in dist's place: the lab's
+    rules refuse the process group's module by name, so no part counts; the process it
+    tried to leave was never started."""
     root, _, scores = graded_zero
     assert scores["bypass_reduce_scatter"] == dict.fromkeys(ZERO_POINTS, 0)
     page = zero_page(root, "bypass_reduce_scatter")
-    assert "torch.distributed.reduce_scatter_tensor, which the grader" in page
+    assert "torch.distributed.distributed_c10d is not a name this lab's file" in page
     left = [
         p.info["cmdline"]
         for p in psutil.process_iter(["cmdline"])
@@ -943,8 +957,8 @@ def test_lab5_forged_patched_or_borrowed_runs_score_zero_everywhere_and_are_name
     root, done, scores = graded_zero3
     assert scores["reference"] == ZERO3_POINTS, done.stdout[-3000:]
     named = {
-        "forge_parity": "tampering: zb.report was replaced",
-        "patch_wait": "tampering: the student's code replaced Handle.wait",
+        "forge_parity": "zerobook is not a module this lab's file may import",
+        "patch_wait": "zerobook.data_parallel is not a module this lab's file may",
         "borrows_zero": "zerobook.zero is not a module this lab's file may import",
     }
     for student, says in named.items():
@@ -955,12 +969,13 @@ def test_lab5_forged_patched_or_borrowed_runs_score_zero_everywhere_and_are_name
 def test_lab5_an_all_gather_that_bypasses_the_record_scores_zero_and_is_named(
     graded_zero3,
 ):
-    """Its own all-gather, through the process group, put in dist's place: torch's function
-    replaced, so no part counts; the process it tried to leave was never started."""
+    """Its own all-gather, through the process group, put in dist's place: the lab's rules
+    refuse the process group's module by name, so no part counts; the process it tried to
+    leave was never started."""
     root, _, scores = graded_zero3
     assert scores["bypass_all_gather"] == dict.fromkeys(ZERO3_POINTS, 0)
     page = feedback_page(root, "bypass_all_gather", "zero3")
-    assert "replaced torch.distributed.all_gather_into_tensor" in page
+    assert "torch.distributed.distributed_c10d is not a name this lab's file" in page
     left = [
         p.info["cmdline"]
         for p in psutil.process_iter(["cmdline"])

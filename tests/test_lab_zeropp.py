@@ -124,12 +124,12 @@ def test_zeropp_a_crash_in_one_stage_is_named_and_the_others_still_count(tmp_pat
         (
             "from zerobook.data_parallel import comm\n"
             "comm.CommMeter._record_collective = lambda *args: None\n",
-            "CommMeter._record_collective",
+            "zerobook.data_parallel is not a module this lab's file may import",
         ),
         (
             "import __main__\n"
             "__main__.block_errors = lambda got, want: [{'error': 0.0, 'largest': 1.0}]\n",
-            "block_errors",
+            "__main__ is not a module this lab's file may import",
         ),
     ],
     ids=["meter", "errors"],
@@ -138,8 +138,8 @@ def test_zeropp_a_file_that_patches_the_meter_or_the_errors_scores_nothing(
     tmp_path, patch, named
 ):
     """The meter that counts the bytes and the function that measures each block's error are
-    the harness's: a file that replaces either fails the whole run, naming what it replaced."""
+    the harness's: a file cannot reach either (its lab's rules refuse the modules by name)."""
     student = tmp_path / "zeropp_student.py"
     student.write_text(lab_solution("zeropp") + "\n" + patch)
-    with pytest.raises(zb.LaunchError, match=f"tampering: .*{named}"):
+    with pytest.raises(zb.LaunchError, match=named):
         zb.grading.run_part("zeropp", str(student), "zeropp", nproc=4)

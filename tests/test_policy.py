@@ -239,3 +239,13 @@ def test_each_lab_tells_its_rules_before_the_student_writes_a_line(lab):
     )
     said = " ".join("".join(intro["source"]).split())
     assert said.endswith(" ".join(policy.rules_text(lab).split())), lab
+
+
+def test_a_name_the_file_binds_is_its_own_not_the_builtin(tmp_path):
+    """A parameter called `input` or `compile` is the file's: only a use of the builtin
+    itself is refused (and, unbound, it is not among the file's builtins either)."""
+    own = "def step(input, compile=False):\n    return input if compile else -input\n"
+    assert policy_text.check(own, "ddp") == []
+    assert load(tmp_path, own, "ddp").step(2) == -2
+    with pytest.raises(NameError):
+        load(tmp_path, "def f(open):\n    return open\n\n\nx = open\n", "ddp")

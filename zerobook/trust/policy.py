@@ -31,8 +31,8 @@ OWN_DUNDERS = {"__name__", "__init__"}
 # builtins that reach around the rules: by name, by text, or into the process
 # (getattr, setattr, delattr and hasattr are given guarded: zerobook.trust.restricted)
 REFUSED_BUILTINS = {
-    "__import__", "breakpoint", "compile", "dir", "eval", "exec", "exit", "globals",
-    "help", "input", "locals", "memoryview", "open", "quit", "vars",
+    "__import__", "breakpoint", "compile", "eval", "exec", "globals", "help", "locals",
+    "open", "vars",
 }  # fmt: skip
 # attributes that reach a frame, code or traceback (RestrictedPython's INSPECT_ATTRIBUTES, with
 # the generator's and coroutine's frames), text looked up as attributes (str.format's fields),

@@ -34,11 +34,11 @@ def check(source: str, lab: str, filename: str = "<student>") -> list[Violation]
     Python gives it)."""
     tree = ast.parse(source, filename)
     lines = source.splitlines()
-    bound = imported_modules(tree, lab)
+    bound, own = imported_modules(tree, lab), names_bound(tree)
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
-        why = _problems(node, lab) + _chain_problems(node, lab, bound)
+        why = _problems(node, lab, own) + _chain_problems(node, lab, bound)
         for reason in why + _annotation_problems(node, lab, bound):
             code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
             found.append(Violation(line, code[:120], reason))
@@ -115,7 +115,20 @@ def _is_module(name: str) -> bool:
         return False
 
 
-def _problems(node, lab: str) -> list[str]:
+def names_bound(tree) -> set[str]:
+    """Every name the file binds (an `input` parameter is the file's own, not the builtin)."""
+    found = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return found
+
+
+def _problems(node, lab: str, own=frozenset()) -> list[str]:
     if isinstance(node, ast.Import):
         return [
             _module_problem(lab, a.name) for a in node.names if not allows(lab, a.name)
@@ -123,7 +136,7 @@ def _problems(node, lab: str) -> list[str]:
     if isinstance(node, ast.ImportFrom):
         return _from_problems(node, lab)
     if isinstance(node, ast.Name):
-        return _name_problems(node.id)
+        return _name_problems(node.id, own)
     if isinstance(node, ast.Attribute):
         return _attribute_problems(node)
     return []
@@ -147,8 +160,8 @@ def _from_problems(node: ast.ImportFrom, lab: str) -> list[str]:
     ]
 
 
-def _name_problems(name: str) -> list[str]:
-    if name in REFUSED_BUILTINS:
+def _name_problems(name: str, own=frozenset()) -> list[str]:
+    if name in REFUSED_BUILTINS and name not in own:
         return [f"{name} reaches around the grader's rules: it is not available"]
     if name.startswith("__") and name not in OWN_DUNDERS:
         return [f"{name} is Python's machinery, not available to a graded file"]
