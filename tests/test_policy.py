@@ -162,7 +162,9 @@ REFUSED = [
     ),
     (
         "rules",
-        "import torch.distributed as dist\nd = type(dist)('ddp', 'torch.distributed')",
+        "import torch.distributed as dist\n"
+        "d = type(dist)('ddp', 'torch.distributed')\n"
+        "r = d.all_reduce",
         "ring_allreduce",
         "a module view is made by the grader's import only",
     ),
@@ -219,10 +221,10 @@ def test_what_the_file_holds_is_a_view_that_follows_the_real_module(
     assert student.dist.all_reduce is metered
     assert isinstance(student.dist, types.ModuleType)
     assert getattr(student.dist, "__file__", None) is None
-    own = load(
-        tmp_path, "class A:\n    def __init__(self):\n        self._x = 1\n", "ddp"
-    )
-    assert own.A()._x == 1  # the file's own object's names are its own
+    with pytest.raises(restricted.PolicyViolation, match="._x is a library's"):
+        load(
+            tmp_path, "class A:\n    def __init__(self):\n        self._x = 1\n", "ddp"
+        )
     later = "from __future__ import annotations\n\n\ndef f(x: Zero3) -> Zero3:\n    return x\n"
     assert load(tmp_path, later, "zero3").f(1) == 1
 
@@ -249,3 +251,46 @@ def test_a_name_the_file_binds_is_its_own_not_the_builtin(tmp_path):
     assert load(tmp_path, own, "ddp").step(2) == -2
     with pytest.raises(NameError):
         load(tmp_path, "def f(open):\n    return open\n\n\nx = open\n", "ddp")
+
+
+# A red team of the course's own (issue 64, item 7) tried the rules as a student with an
+# assistant would, reading this package's source; each way out it found, kept: every one now
+# refused by name, or missing from the file's builtins (tests/forgeries/policy/).
+RED_TEAM = ROOT / "tests" / "forgeries" / "policy"
+
+
+# (attack_9 needs two ranks: its pickle meets JSON, below)
+@pytest.mark.parametrize(
+    "attack",
+    sorted(p.stem for p in RED_TEAM.glob("attack_*.py") if p.stem != "attack_9"),
+)
+@pytest.mark.parametrize("lab", ["ddp", "zero3", "setup_check"])
+def test_each_way_out_a_red_team_found_is_closed(tmp_path, attack, lab):
+    source = (RED_TEAM / f"{attack}.py").read_text()
+    with pytest.raises((restricted.PolicyViolation, NameError)):
+        load(tmp_path, source, lab)
+
+
+def test_objects_between_ranks_are_json_never_a_peers_pickle():
+    """all_gather_object and broadcast_object_list unpickled what a peer sent (the red team's
+    rank 1 sent `builtins.__import__('sys')`): the file gets JSON versions, and the harnesses
+    use them too (zerobook.trust.plain_objects)."""
+    import torch
+
+    from zerobook.trust import plain_objects
+
+    pickle = b"cbuiltins\n__import__\n(Vsys\ntR."
+    with pytest.raises(ValueError):
+        plain_objects.decoded(
+            torch.tensor(list(pickle), dtype=torch.uint8), len(pickle)
+        )
+    said = plain_objects.encoded({"host": "a", "rank": 1}, "cpu")
+    assert plain_objects.decoded(said, said.numel()) == {"host": "a", "rank": 1}
+    import torch.distributed as dist
+
+    assert (
+        restricted.WRAPPED["torch.distributed.all_gather_object"](
+            dist.all_gather_object
+        )
+        is plain_objects.all_gather_object
+    )

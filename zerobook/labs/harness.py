@@ -84,6 +84,7 @@ def load_student(path: str):
     )  # from now on only the harness's code reports, torch untouched
     loaded[0] = str(file)
     _lab[0] = Path(harness["__file__"]).stem  # zerobook/labs/LAB.py
+    os.environ.pop(PARAMS_ENV, None)  # read (lab_params); not left for the file to find
     return import_again(file, "student")
 
 

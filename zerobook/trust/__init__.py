@@ -3,6 +3,7 @@
     policy        what a graded file may use: an allow-list per lab
     policy_text   the file's text read under those rules, before a line runs
     restricted    the file run under those rules: module views, builtins, its import
+    plain_objects objects between ranks as JSON, never a peer's pickle
     graded_rank   what a graded rank may not do: start a process (seccomp), or be read by its
                   peers (undumpable); zerobook.launcher.rank_entry confines it before the lab
     report_guard  a harness's reports guarded against the student's file in the same process

@@ -9,10 +9,12 @@ given as "*" offers every public name that is not a module, less what DENIED kee
 tensor API, say). Everything else is refused by name, before a line runs: the grader, the
 course's own code, Python's machinery (sys, os, gc, inspect, importlib, threading, copyreg,
 ctypes, __main__, ...), PyTorch's implementations of what the labs grade (DDP, FSDP1) and its
-ways around the metered path (stores, raw process groups). Names and attributes that start
-with "_" are a library's inside: refused, but for the file's own (a `_helper`, `self._cache`)
-and `super().__init__()`. So are the builtins that reach around these rules (getattr, exec,
-open, ...) and the attributes that reach a frame or code object (RestrictedPython's list).
+ways around the metered path (stores, raw process groups). An attribute that starts with "_"
+is a library's inside: refused (but `super().__init__()`), on any object (a name bound to
+anything may be called `self`); a name that does, refused where it is Python's (`__x__`), the
+file's own otherwise (a `_helper`). So are the builtins that reach around these rules (exec,
+open, ...; the builtins are an allow-list), the attributes that reach a frame, code, numpy or
+ctypes, match/case (which reads attributes by name) and type() with three arguments.
 
 RestrictedPython was evaluated first: its default policy refuses 7 of the 10 reference
 solutions (augmented assignment to attributes and items: `self.bucket_bytes += n`), and its
@@ -37,11 +39,13 @@ REFUSED_BUILTINS = {
 # attributes that reach a frame, code or traceback (RestrictedPython's INSPECT_ATTRIBUTES, with
 # the generator's and coroutine's frames), text looked up as attributes (str.format's fields),
 # or a file's bytes (a storage's from_file)
+# ... and what leaves torch for numpy and ctypes (raw memory, a file's bytes: a red team's)
 REFUSED_ATTRIBUTES = {
     "ag_await", "ag_code", "ag_frame", "co_code", "cr_await", "cr_code", "cr_frame",
     "cr_origin", "f_back", "f_builtins", "f_code", "f_globals", "f_locals", "f_trace",
     "gi_code", "gi_frame", "gi_yieldfrom", "tb_frame", "tb_next", "format_map",
-    "from_file",
+    "from_file", "numpy", "ctypes", "tofile", "dump", "dumps", "from_address",
+    "from_buffer", "from_buffer_copy", "data_as",
 }  # fmt: skip
 
 DIST_BASE = {"get_rank", "get_world_size", "ReduceOp", "barrier", "is_initialized"}
@@ -51,7 +55,9 @@ COLLECTIVES = {
     "all_gather", "reduce_scatter", "reduce", "gather", "scatter", "all_gather_object",
     "broadcast_object_list", "all_to_all_single",
 }  # fmt: skip
-# what every lab's file may use ("*": every public name but modules and DENIED's)
+# what every lab's file may use ("*": every public name but modules and DENIED's); of the
+# standard library's helpers, the names (functools.update_wrapper, typing.get_type_hints,
+# dataclasses' generated code read a name as text, or evaluate text: a red team's ways out)
 COMMON = {
     "__future__": {"annotations"},
     "torch": "*",
@@ -63,25 +69,29 @@ COMMON = {
     "torch.distributed": DIST_BASE | COLLECTIVES | P2P,
     "math": "*",
     "itertools": "*",
-    "functools": "*",
-    "collections": "*",
-    "dataclasses": "*",
-    "typing": "*",
-}
+    "functools": {"partial", "reduce", "lru_cache", "cache", "total_ordering"},
+    "collections": {"defaultdict", "OrderedDict", "deque", "Counter", "namedtuple"},
+    "dataclasses": {"dataclass", "field", "fields", "asdict", "astuple", "replace"},
+    "typing": {
+        "Any", "Optional", "Union", "List", "Dict", "Tuple", "Set", "Sequence",
+        "Iterable", "Iterator", "Callable", "Mapping",
+    },
+}  # fmt: skip
 # of a "*" module, what reaches beyond the rank's own tensors or changes torch for the grader
+# (and every name starting with SETTERS: torch's state, which the grader shares)
 DENIED = {
     "torch": {
-        "from_file", "compile", "export", "set_default_dtype", "set_default_device",
-        "set_default_tensor_type", "set_flush_denormal", "use_deterministic_algorithms",
-        "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_threads",
-        "set_num_interop_threads", "set_warn_always", "set_rng_state", "set_vital",
-        "set_anomaly_enabled", "DisableTorchFunction", "DisableTorchFunctionSubclass",
+        "from_file", "compile", "export", "manual_seed", "seed", "DisableTorchFunction",
+        "DisableTorchFunctionSubclass", "ExcludeDispatchKeyGuard", "DispatchKey",
+        "DispatchKeySet", "PyTorchFileWriter", "PyTorchFileReader", "get_file_path",
+        "import_ir_module", "import_ir_module_from_buffer",
     },
     "torch.nn": {"DataParallel"},
-    # these evaluate annotations written as text (eval: no rule reads text)
-    "typing": {"get_type_hints", "ForwardRef"},
-    "functools": {"singledispatch", "singledispatchmethod"},
+    "torch.autograd": {"detect_anomaly"},
 }  # fmt: skip
+SETTERS = ("set_", "use_")
+# lab -> (module, name) it may use beyond the rest (Lab 8's bug is seeds that differ)
+ALSO = {"bug_zoo": {("torch", "manual_seed")}}
 # lab -> its file's modules and names (the labs grade the idea these would hand over)
 RULES = {
     "setup_check": COMMON | {"socket": {"gethostname"}},
@@ -111,8 +121,10 @@ def allows(lab: str, module: str, name: str | None = None) -> bool:
         return given is not None
     if name.startswith("_"):
         return False
+    if (module, name) in ALSO.get(lab, ()):
+        return True
     if given == "*":
-        return name not in DENIED.get(module, ())
+        return name not in DENIED.get(module, ()) and not name.startswith(SETTERS)
     return name in given
 
 
@@ -134,5 +146,5 @@ def rules_text(lab: str) -> str:
         f"import {modules}. Of `torch.distributed` it may use {', '.join(offered)}, "
         "`get_rank` and `get_world_size`. Anything else is refused before your file runs, "
         "naming the line, and every part scores 0: another module, a name or attribute "
-        "that starts with `_` (your own excepted), `eval`, `exec`, `open`, a frame."
+        "that starts with `_` (your own names excepted), `eval`, `exec`, `open`, a frame."
     )

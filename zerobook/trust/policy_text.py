@@ -130,15 +130,36 @@ def names_bound(tree) -> set[str]:
 
 def _problems(node, lab: str, own=frozenset()) -> list[str]:
     if isinstance(node, ast.Import):
-        return [
-            _module_problem(lab, a.name) for a in node.names if not allows(lab, a.name)
+        refused = [a.name for a in node.names if not allows(lab, a.name)]
+        return [_module_problem(lab, name) for name in refused] + [
+            why for name in _names_bound_by(node) for why in _name_problems(name)
         ]
     if isinstance(node, ast.ImportFrom):
-        return _from_problems(node, lab)
+        return _from_problems(node, lab) + [
+            why for name in _names_bound_by(node) for why in _name_problems(name)
+        ]
     if isinstance(node, ast.Name):
         return _name_problems(node.id, own)
     if isinstance(node, ast.Attribute):
         return _attribute_problems(node)
+    if isinstance(node, ast.Match):  # `case object(__globals__=g)` reads any attribute
+        return ["match/case reads attributes by name, past these rules: use if/elif"]
+    if isinstance(node, ast.Call) and _is_call_of(node, "type") and len(node.args) > 1:
+        return [
+            "type() with a dict of attributes writes names past these rules: use class"
+        ]
+    return [why for name in _names_bound_by(node) for why in _name_problems(name)]
+
+
+def _names_bound_by(node) -> list[str]:
+    """The names an except clause, an import's `as` or a global statement binds: none of
+    them an ast.Name."""
+    if isinstance(node, ast.ExceptHandler):
+        return [node.name] if node.name else []
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [a.asname for a in node.names if a.asname]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
     return []
 
 
@@ -179,27 +200,29 @@ def _attribute_problems(node: ast.Attribute) -> list[str]:
         ]
     if not attr.startswith("_"):
         return []
-    if attr == "__init__" and _is_super_call(owner):
+    if attr == "__init__" and _is_call_of(owner, "super"):
         return []
-    if not attr.startswith("__") and isinstance(owner, ast.Name) and owner.id == "self":
-        return []  # the file's own object
     return [f".{attr} is a library's or the grader's inside: use public names only"]
 
 
-def _is_super_call(node) -> bool:
+def _is_call_of(node, name: str) -> bool:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
-        and node.func.id == "super"
+        and node.func.id == name
     )
 
 
 def _safe_format(owner) -> bool:
-    """A literal string whose fields name no attribute or item ("{0.__class__}" would)."""
+    """A literal string whose fields name no attribute or item ("{0.__class__}" would), and
+    hold no field in their format spec ("{0:{1.__globals__}}")."""
     if not (isinstance(owner, ast.Constant) and isinstance(owner.value, str)):
         return False
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(owner.value) if f]
+        parts = [(f, spec) for _, f, spec, _ in string.Formatter().parse(owner.value)]
     except ValueError:
         return False
-    return all("." not in f and "[" not in f for f in fields)
+    return all(
+        "." not in (f or "") and "[" not in (f or "") and "{" not in (spec or "")
+        for f, spec in parts
+    )

@@ -17,14 +17,15 @@ import builtins
 import importlib
 import sys
 import types
+import weakref
 from pathlib import Path
 
 from zerobook.trust import policy, policy_text
 
 
 def guarded(function, what: str):
-    """getattr, setattr, delattr as the file may call them: not for a name the rules keep
-    (an inside, a frame's, a format's), whatever text builds it."""
+    """getattr, setattr, delattr, hasattr as the file may call them: not for a name the rules
+    keep (an inside, a frame's, a format's), whatever text builds it."""
 
     def checked(owner, name, *rest):
         if not isinstance(name, str) or name.startswith("_") or name in REFUSED:
@@ -36,15 +37,30 @@ def guarded(function, what: str):
     return checked
 
 
+def one_argument_type(*args):
+    """type(x); not type(name, bases, dict), which writes any name into a class."""
+    if len(args) != 1:
+        raise PolicyViolation("type() with a dict of attributes: write a class instead")
+    return type(args[0])
+
+
 REFUSED = policy.REFUSED_ATTRIBUTES | {"format"}
+# the builtins the file may use: an allow-list (site's license() reads any file, a red team
+# found); getattr and its kin, guarded, and type, with one argument, are added in run()
 SAFE_BUILTINS = {
     name: getattr(builtins, name)
-    for name in dir(builtins)
-    if not name.startswith("_") and name not in policy.REFUSED_BUILTINS
+    for name in """abs all any ascii bin bool bytearray bytes callable chr classmethod
+    complex dict divmod enumerate filter float format frozenset hash hex id int isinstance
+    issubclass iter len list map max min next object oct ord pow print property range repr
+    reversed round set slice sorted staticmethod str sum super tuple zip Ellipsis
+    NotImplemented""".split()
 }
-
-
-_KEY = object()  # what only this module's code can give View: the file cannot make one
+SAFE_BUILTINS |= {  # every exception class, to raise and to catch
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+}
+_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # view -> (lab, module)
 
 
 class PolicyViolation(ImportError):
@@ -55,27 +71,26 @@ class PolicyViolation(ImportError):
 class View(types.ModuleType):
     """What the student's file holds for an allowed module: its allowed names, read-only. A
     module to the harness's walkers (which skip modules); its own name is not the module's, so
-    that Python's `from x import y` never falls back to the real module in sys.modules."""
+    that Python's `from x import y` never falls back to the real module in sys.modules. Its
+    lab and module are kept here, not on it, and only `view()` makes one: a subclass, or a
+    view made some other way, has no rules to answer by."""
 
-    def __init__(self, lab: str, module: str, key=None):
-        if (
-            key is not _KEY
-        ):  # type(torch)("fsdp2", "torch.distributed"): another lab's rules
-            raise PolicyViolation("a module view is made by the grader's import only")
-        super().__init__(f"<{module}>")
-        vars(self).update(_lab=lab, _module=module)
+    def __init_subclass__(cls, **kwargs):
+        raise PolicyViolation("a module view is made by the grader's import only")
 
     def __getattr__(self, name: str):
         if name.startswith(
             "_"
         ):  # Python's and the harness's probes (__file__, __path__)
             raise AttributeError(name)
-        lab, module = vars(self)["_lab"], vars(self)["_module"]
+        if self not in _VIEWS:
+            raise PolicyViolation("a module view is made by the grader's import only")
+        lab, module = _VIEWS[self]
         real = getattr(importlib.import_module(module), name)
         full = f"{module}.{name}"
         if isinstance(real, types.ModuleType):
             if policy.allows(lab, full):
-                return View(lab, full, _KEY)
+                return view(lab, full)
             raise PolicyViolation(
                 f"{full} is not a module this lab's file may use (it may import "
                 f"{policy.modules_text(lab)})"
@@ -86,21 +101,31 @@ class View(types.ModuleType):
 
     def __setattr__(self, name, value):
         raise PolicyViolation(
-            f"{vars(self)['_module']} is the grader's too: your file may not change it"
+            "a module is the grader's too: your file may not change it"
         )
 
     __delattr__ = __setattr__
 
     def __dir__(self):
-        lab, module = vars(self)["_lab"], vars(self)["_module"]
-        return [
-            n
-            for n in dir(importlib.import_module(module))
-            if policy.allows(lab, module, n)
-        ]
+        lab, module = _VIEWS.get(self, (None, None))
+        return (
+            []
+            if lab is None
+            else [
+                n
+                for n in dir(importlib.import_module(module))
+                if policy.allows(lab, module, n)
+            ]
+        )
 
     def __repr__(self) -> str:
-        return f"<module {vars(self)['_module']!r}, as this lab's file may use it>"
+        return f"<module {_VIEWS.get(self, ('', '?'))[1]!r}, as this lab's file may use it>"
+
+
+def view(lab: str, module: str) -> View:
+    made = View(f"<{module}>")
+    _VIEWS[made] = (str(lab), str(module))
+    return made
 
 
 def tensors_only(load):
@@ -117,7 +142,18 @@ def tensors_only(load):
     return load_tensors
 
 
-WRAPPED = {"torch.load": tensors_only}
+WRAPPED = {  # what the file gets in place of the name: the same call, made safe
+    "torch.load": tensors_only,
+    "torch.distributed.all_gather_object": lambda _: plain("all_gather_object"),
+    "torch.distributed.broadcast_object_list": lambda _: plain("broadcast_object_list"),
+}
+
+
+def plain(name: str):
+    """zerobook.trust.plain_objects' `name`: objects through JSON, never a peer's pickle."""
+    from zerobook.trust import plain_objects
+
+    return getattr(plain_objects, name)
 
 
 def importer(lab: str):
@@ -141,7 +177,7 @@ def importer(lab: str):
         top = name if fromlist else name.partition(".")[0]
         if not policy.allows(lab, top):
             raise PolicyViolation(f"import {name} binds {top}: write `from ... import`")
-        return View(lab, top, _KEY)
+        return view(lab, top)
 
     return restricted_import
 
@@ -174,6 +210,8 @@ def run(source: str, filename: str, lab: str, namespace: dict) -> dict:
         getattr=guarded(getattr, "getattr"),
         setattr=guarded(setattr, "setattr"),
         delattr=guarded(delattr, "delattr"),
+        hasattr=guarded(hasattr, "hasattr"),
+        type=one_argument_type,
         __build_class__=builtins.__build_class__,
         __import__=importer(lab),
         __name__=namespace.get("__name__", "__main__"),
