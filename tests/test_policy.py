@@ -221,10 +221,30 @@ def test_what_the_file_holds_is_a_view_that_follows_the_real_module(
     assert student.dist.all_reduce is metered
     assert isinstance(student.dist, types.ModuleType)
     assert getattr(student.dist, "__file__", None) is None
-    with pytest.raises(restricted.PolicyViolation, match="._x is a library's"):
-        load(
-            tmp_path, "class A:\n    def __init__(self):\n        self._x = 1\n", "ddp"
-        )
+    own = load(
+        tmp_path, "class A:\n    def __init__(self):\n        self._x = 1\n", "ddp"
+    )
+    assert (
+        own.A()._x == 1
+    )  # an object of the file's own class: its names are the file's
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "import torch\nself = torch.nn.Linear(2, 2)\nh = self._forward_hooks\n",
+        "import torch\n\n\nclass A:\n    def hooks(self):\n        return self._forward_hooks\n\n\n"
+        "h = A.hooks(torch.nn.Linear(2, 2))\n",
+    ],
+    ids=["a name called self", "a method given another object"],
+)
+def test_self_underscore_is_the_files_own_only_on_its_own_objects(tmp_path, how):
+    """The red team named a foreign object `self` to take the exemption: `self._x` is checked
+    when used, on an object of a class the file made (zerobook.trust.restricted.own)."""
+    with pytest.raises(
+        restricted.PolicyViolation, match="not an object of a class your"
+    ):
+        load(tmp_path, how, "zero3")
     later = "from __future__ import annotations\n\n\ndef f(x: Zero3) -> Zero3:\n    return x\n"
     assert load(tmp_path, later, "zero3").f(1) == 1
 

@@ -10,9 +10,10 @@ tensor API, say). Everything else is refused by name, before a line runs: the gr
 course's own code, Python's machinery (sys, os, gc, inspect, importlib, threading, copyreg,
 ctypes, __main__, ...), PyTorch's implementations of what the labs grade (DDP, FSDP1) and its
 ways around the metered path (stores, raw process groups). An attribute that starts with "_"
-is a library's inside: refused (but `super().__init__()`), on any object (a name bound to
-anything may be called `self`); a name that does, refused where it is Python's (`__x__`), the
-file's own otherwise (a `_helper`). So are the builtins that reach around these rules (exec,
+is a library's inside: refused (but `super().__init__()` and `self._x`, which is checked when
+used: `self` must be an object of a class the file made, since a name bound to anything may be
+called self); a name that does, refused where it is Python's (`__x__`), the file's own
+otherwise (a `_helper`). So are the builtins that reach around these rules (exec,
 open, ...; the builtins are an allow-list), the attributes that reach a frame, code, numpy or
 ctypes, match/case (which reads attributes by name) and type() with three arguments.
 
@@ -146,5 +147,6 @@ def rules_text(lab: str) -> str:
         f"import {modules}. Of `torch.distributed` it may use {', '.join(offered)}, "
         "`get_rank` and `get_world_size`. Anything else is refused before your file runs, "
         "naming the line, and every part scores 0: another module, a name or attribute "
-        "that starts with `_` (your own names excepted), `eval`, `exec`, `open`, a frame."
+        "that starts with `_` (your own names and objects excepted), `eval`, `exec`, `open`, "
+        "a frame."
     )

@@ -13,6 +13,7 @@ allows it; `torch.load` reads tensors only (weights_only: a pickle could import 
 
 from __future__ import annotations
 
+import ast
 import builtins
 import importlib
 import sys
@@ -205,6 +206,7 @@ def run(source: str, filename: str, lab: str, namespace: dict) -> dict:
             + "; ".join(map(str, refused))
             + f" (this lab's file may import {policy.modules_text(lab)})"
         )
+    made = weakref.WeakSet()  # the classes the file's class statements made
     namespace["__builtins__"] = dict(
         SAFE_BUILTINS,
         getattr=guarded(getattr, "getattr"),
@@ -212,9 +214,40 @@ def run(source: str, filename: str, lab: str, namespace: dict) -> dict:
         delattr=guarded(delattr, "delattr"),
         hasattr=guarded(hasattr, "hasattr"),
         type=one_argument_type,
-        __build_class__=builtins.__build_class__,
+        __build_class__=lambda *a, **k: keep(builtins.__build_class__(*a, **k), made),
         __import__=importer(lab),
         __name__=namespace.get("__name__", "__main__"),
+        __own__=lambda thing: own(thing, made),
     )
-    exec(compile(source, filename, "exec"), namespace)
+    tree = OwnAttributes().visit(ast.parse(source, filename))
+    exec(compile(ast.fix_missing_locations(tree), filename, "exec"), namespace)
     return namespace
+
+
+def keep(cls, made):
+    made.add(cls)
+    return cls
+
+
+def own(thing, made):
+    """`thing`, where it is an object of a class the file made (`self._x` is the file's own
+    attribute then, not a library's inside); PolicyViolation otherwise."""
+    if any(cls in made for cls in type(thing).__mro__):
+        return thing
+    raise PolicyViolation(
+        f"self._...: self is a {type(thing).__name__}, not an object of a class your file "
+        "made; a library's inside is not your file's"
+    )
+
+
+class OwnAttributes(ast.NodeTransformer):
+    """`self._x` compiled as `__own__(self)._x`: checked when used (a name bound to any
+    object may be called self, and a method called with any object as self)."""
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        named = isinstance(node.value, ast.Name) and node.value.id == "self"
+        if named and node.attr.startswith("_") and not node.attr.startswith("__"):
+            call = ast.Call(ast.Name("__own__", ast.Load()), [node.value], [])
+            node.value = ast.copy_location(call, node.value)
+        return node
