@@ -8,7 +8,8 @@ saying why, and the classroom's review flags its means for the instructor.
   its collectives disagrees: zerobook.data_parallel.inflight); `torch.Tensor.abs`, or one tensor's `.abs`,
   answering zeros (zerobook.labs.untouched); a process forked at import to rewrite the reports
   (a graded rank cannot start one: zerobook.trust.graded_rank); gradients or full units kept in
-  module-level state (counted: zerobook.labs.student_state).
+  module-level state or on torch's objects (a module of the student's: counted,
+  zerobook.labs.student_state and zero_probe.tensors_in).
 - Borrowed implementations: PyTorch's DDP and its reducer, the course's DDP loaded from its file
   or run from its text, the import guard taken off sys.meta_path, a withheld function's
   original taken from its guard's closure. Each now meets the lab's rules (zerobook.trust.policy:
@@ -189,6 +190,19 @@ def keeps_every_gradient() -> str:
     )
 
 
+def keeps_every_gradient_on_a_module() -> str:
+    """Lab 4's reference, with every whole gradient kept on a torch.nn.Module of its own (the
+    walk of what the student holds used to stop at modules and optimizers)."""
+    return replaced(
+        reference("zero"),
+        "        self.max_in_flight = max_in_flight\n",
+        "        self.max_in_flight = max_in_flight\n        self.shelf = torch.nn.Module()\n"
+        "        self.shelf.grads = []\n",
+        "        grad = padded(param.grad, self.n)\n",
+        "        self.shelf.grads.append(param.grad)\n        grad = padded(param.grad, self.n)\n",
+    )
+
+
 DECAY_ON_1D = (
     '[{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]',
     '[{"params": decay + no_decay}]',
@@ -201,6 +215,7 @@ def graded_zero(tmp_path_factory):
         "zero1_posing_as_zero2": zero1_posing_as_zero2(),
         "keeps_every_gradient": keeps_every_gradient(),
         "buffers_in_a_callable": forgery("zero_buffers_in_a_callable"),
+        "gradients_on_a_module": keeps_every_gradient_on_a_module(),
         "abs_returns_zeros": replaced(reference("zero"), *DECAY_ON_1D)
         + "\n\n"
         + forgery("abs_returns_zeros"),
@@ -228,7 +243,8 @@ def test_lab4_forged_records_and_hidden_gradients_lose_what_they_forge(graded_ze
         "replaced Tensor.abs",
         "torch.Tensor.abs",
     )
-    for student in ("keeps_every_gradient", "buffers_in_a_callable"):  # hidden: counted
+    hidden = ("keeps_every_gradient", "buffers_in_a_callable", "gradients_on_a_module")
+    for student in hidden:  # kept where no one should look: counted
         scores, page, _ = outcome(graded_zero, student)
         assert scores == {**POINTS["zero"], "test_held": 0}, (student, scores)
         assert "bytes of gradients held" in page

@@ -78,6 +78,11 @@ def model_from(me) -> torch.nn.Module:
     return GPT(CONFIG).to(me.device)
 
 
+def model_buffers(model) -> set:
+    """The model's buffers before the student's code runs (one it registers is its own)."""
+    return {measure.storage_key(b) for b in model.buffers()}
+
+
 class StudentDDP:
     """The student's BucketedDDP; AdamW in two groups; clipping in piece order. After each
     finish(), every param.grad must hold the mean of every rank's gradient (the harness's
@@ -86,6 +91,7 @@ class StudentDDP:
     def __init__(self, student, model, me):
         self.model, self.world_size, self.me = model, me.world_size, me
         self.student, self.grads, self.steps = student, {}, 0
+        self.own_buffers = model_buffers(model)
         names = {id(p): name for name, p in model.named_parameters()}
         for param in model.parameters():
             param.register_post_accumulate_grad_hook(
@@ -123,7 +129,7 @@ class StudentDDP:
 
     def kept(self) -> int:
         held = [self.ddp, self.model, self.optimizer, roots(self.student, self.model)]
-        return unique_bytes(reachable(held))
+        return unique_bytes(reachable(held), set(self.own_buffers))
 
 
 class StudentZero3:
@@ -132,6 +138,7 @@ class StudentZero3:
 
     def __init__(self, student, model, me):
         self.model, self.student = model, student
+        self.own_buffers = model_buffers(model)
         make = types.SimpleNamespace(Zero3=functools.partial(student.Zero3, **OPTIONS))
         before = len(RecordedAdamW.made)
         self.zero = call_student(
@@ -174,7 +181,7 @@ class StudentZero3:
 
     def kept(self) -> int:
         held = [self.zero, self.model, self.optimizer, roots(self.student, self.model)]
-        return unique_bytes(reachable(held))
+        return unique_bytes(reachable(held), set(self.own_buffers))
 
 
 class FSDP2:

@@ -70,6 +70,8 @@ class Arrivals:
         self.names = {id(p): name for name, p in self.params.items()}
         self.flight, self.grads, self.held = flight, {}, []
         self.student, self.exclude, self.masters = None, set(), []
+        # the model's own buffers, before the student's code runs (one it registers is its)
+        self.own_buffers = {measure.storage_key(b) for b in model.buffers()}
         for param in self.params.values():
             param.register_post_accumulate_grad_hook(self.arrived)
 
@@ -78,8 +80,9 @@ class Arrivals:
         (zerobook.labs.student_state); the weights and optimizer state are not grads."""
         self.student, self.module = student, module
         self.masters = [p for group in optimizer.param_groups for p in group["params"]]
-        tensors = [*self.params.values(), *probe.optimizer_state(optimizer)]
-        self.exclude = {measure.storage_key(t) for t in tensors}
+        self.optimizer, self.state_keys = optimizer, measure.state_keys(optimizer)
+        keys = {measure.storage_key(t) for t in self.params.values()}
+        self.exclude = keys | self.own_buffers
 
     def measure(self, arriving=None) -> None:
         """Bytes of gradients held: the student's tensors (not weights or optimizer
@@ -91,7 +94,9 @@ class Arrivals:
         tensors += [m.grad for m in self.masters if m.grad is not None]
         theirs = [self.student, roots(self.module, self.model)]
         theirs = list(probe.tensors_in(theirs, Handle))
-        seen, tensors = set(self.exclude), tensors + theirs
+        state = probe.optimizer_state(self.optimizer, self.state_keys)  # as it is now
+        seen = self.exclude | {measure.storage_key(t) for t in state}
+        tensors += theirs
         held = measure.unique_bytes(tensors, seen)
         self.held.append([len(self.flight.events), held, kept, self.buffers(theirs)])
 

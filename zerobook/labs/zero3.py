@@ -35,6 +35,7 @@ from zerobook.labs.harness import call_student, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.student_state import roots
 from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
+from zerobook.train import measure
 from zerobook.train.parity import ordered_sums, rank_order_sum
 from zerobook.train.training import rank_batch
 from zerobook.labs.zero3_record import (
@@ -73,6 +74,7 @@ class Watch:
         self.names = {id(p): name for name, p in model.named_parameters()}
         self.unit_of = {id(p): u for u, params in self.units.items() for p in params}
         self.flight, self.model = flight, model
+        self.own_buffers = {measure.storage_key(b) for b in model.buffers()}
         self.grads, self.weights, self.peak = {}, {}, {"bytes": -1}
         for param in model.parameters():
             param.register_post_accumulate_grad_hook(self.arrived)

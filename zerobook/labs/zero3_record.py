@@ -162,8 +162,9 @@ def step_events(flight, start, first, watch, found, masters, me) -> list:
 
 
 def reachable(root, limit: int = 20_000) -> list[torch.Tensor]:
-    """Tensors the student's object holds (attributes, containers, optimizers; a
-    module's parameters only): what it keeps between steps."""
+    """Tensors the student's object holds (attributes, containers, modules and optimizers
+    whole, a tensor's own attributes; the caller leaves out the model's parameters and
+    buffers by storage): what it keeps between steps."""
     found, seen, todo = [], set(), [root]
     while todo and len(seen) < limit:
         thing = todo.pop()
@@ -173,14 +174,11 @@ def reachable(root, limit: int = 20_000) -> list[torch.Tensor]:
         if isinstance(thing, torch.Tensor):
             thing = measure.plain(thing)  # a subclass's own account of itself set aside
             found += [thing] + ([thing.grad] if thing.grad is not None else [])
-        elif isinstance(thing, torch.nn.Module):
-            todo += list(thing.parameters())
+            todo += list(getattr(thing, "__dict__", {}).values())  # param.kept = ...
         elif isinstance(thing, dict):
             todo += [*thing.keys(), *thing.values()]
         elif isinstance(thing, (list, tuple, set, frozenset)):
             todo += list(thing)
-        elif isinstance(thing, torch.optim.Optimizer):
-            todo += [thing.state, thing.param_groups]
         elif not isinstance(thing, types.FunctionType):
             todo += measure.attributes(thing)  # its __dict__ and __slots__
     return found
@@ -190,9 +188,7 @@ def kept(zero, watch, masters: list) -> dict:
     """Bytes held after step(): the master pieces, their grads, the optimizer's state, the
     full parameters (per unit) and gradients, and any other tensor the object holds."""
     seen: set = set()
-    states = [
-        t for o in RecordedAdamW.made for s in o.state.values() for t in s.values()
-    ]
+    states = [t for o in RecordedAdamW.made for t in measure.own_optimizer_tensors(o)]
     out = {
         "masters": measure.unique_bytes(masters, seen),
         "master grads": measure.unique_bytes(
@@ -208,5 +204,6 @@ def kept(zero, watch, masters: list) -> dict:
         },
     }
     seen |= {measure.storage_key(p) for p in watch.model.parameters()}
+    seen |= watch.own_buffers  # the model's, from before the student's code ran
     out["other"] = measure.unique_bytes(reachable(zero), seen)
     return out

@@ -44,10 +44,12 @@ def ordered(grads: list) -> torch.Tensor:
     return total
 
 
-def optimizer_state(optimizer) -> list[torch.Tensor]:
-    """The tensors an optimizer keeps: its parameters (the master pieces), their state."""
+def optimizer_state(optimizer, keys: set | None = None) -> list[torch.Tensor]:
+    """The tensors an optimizer keeps: its parameters (the master pieces), their state under
+    the optimizer's own keys (measure.state_keys; a tensor the student's code filed there
+    under another key is the student's)."""
     masters = [p for group in optimizer.param_groups for p in group["params"]]
-    return masters + list(measure.optimizer_tensors(optimizer))
+    return masters + list(measure.own_optimizer_tensors(optimizer, keys))
 
 
 def state_bytes(optimizer) -> int:
@@ -57,20 +59,24 @@ def state_bytes(optimizer) -> int:
 
 def tensors_in(thing, handle_type, seen: set | None = None, depth: int = 0):
     """Every tensor `thing` holds through its attributes (slots too), lists, tuples and dicts,
-    including objects that can be called (not through modules, optimizers or functions), as
-    torch's own Tensor (measure.plain); of a held collective's handle, its output."""
+    including objects that can be called, modules and optimizers (their parameters, buffers and
+    state too: the caller leaves out the model's and the optimizer's own by storage) and a
+    tensor's own attributes (not through classes, modules of Python's or functions, whose
+    state the student's file may not change: zerobook.trust.restricted), as torch's own Tensor
+    (measure.plain); of a held collective's handle, its output."""
     seen = set() if seen is None else seen
     if id(thing) in seen or depth > 64 or len(seen) > 50_000:
         return
     seen.add(id(thing))
     if torch.is_tensor(thing):
         yield measure.plain(thing)
+        for item in getattr(thing, "__dict__", {}).values():  # param.kept = ...
+            yield from tensors_in(item, handle_type, seen, depth + 1)
         return
     if isinstance(thing, handle_type):
         yield thing.tensor
         return
-    skip = (torch.nn.Module, torch.optim.Optimizer, type, types.ModuleType, *FUNCTIONS)
-    if isinstance(thing, skip):
+    if isinstance(thing, (type, types.ModuleType, *FUNCTIONS)):
         return
     if isinstance(thing, dict):
         items = [*thing.keys(), *thing.values()]

@@ -8,6 +8,7 @@ counted once, at the size of the storage that holds them.
 
 from __future__ import annotations
 
+import inspect
 import time
 import weakref
 from contextlib import contextmanager
@@ -109,6 +110,30 @@ def optimizer_tensors(optimizer):
         return
     for state in optimizer.state.values():
         yield from (v for v in state.values() if torch.is_tensor(v))
+
+
+def state_keys(optimizer) -> set:
+    """The keys an optimizer of its kind keeps per parameter (AdamW: step, exp_avg,
+    exp_avg_sq), read off a throwaway one of torch's class, stepped once: a key another's code
+    added to its state is not the optimizer's."""
+    base = next(
+        c for c in type(optimizer).__mro__ if c.__module__.startswith("torch.optim")
+    )
+    group = optimizer.param_groups[0]
+    takes = inspect.signature(base.__init__).parameters  # AdamW's groups say more
+    options = {k: v for k, v in group.items() if k in optimizer.defaults and k in takes}
+    probe = torch.zeros(1, device=group["params"][0].device, requires_grad=True)
+    throwaway = base([probe], **options)
+    probe.grad = torch.ones_like(probe)
+    throwaway.step()
+    return set(throwaway.state[probe])
+
+
+def own_optimizer_tensors(optimizer, keys: set | None = None):
+    """The tensors an optimizer keeps under its own keys (`keys`, else state_keys), no other."""
+    keys = state_keys(optimizer) if keys is None else keys
+    for state in optimizer.state.values():
+        yield from (v for k, v in state.items() if k in keys and torch.is_tensor(v))
 
 
 def model_state_bytes(

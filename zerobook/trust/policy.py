@@ -5,8 +5,8 @@
     policy_text.check(source, "ddp")      # [(line, what, why)]: empty for an honest file
 
 The file may import the modules its lab lists and, from each, the names it lists (a module
-given as "*" offers every public name that is not a module, less what DENIED keeps: torch's
-tensor API, say). Everything else is refused by name, before a line runs: the grader, the
+given as "*" offers every public name that is not a module or a container the process shares,
+less what DENIED keeps: torch's tensor API, say). Everything else is refused by name, before a line runs: the grader, the
 course's own code, Python's machinery (sys, os, gc, inspect, importlib, threading, copyreg,
 ctypes, __main__, ...), PyTorch's implementations of what the labs grade (DDP, FSDP1) and its
 ways around the metered path (stores, raw process groups). An attribute that starts with "_"
@@ -16,6 +16,9 @@ called self); a name that does, refused where it is Python's (`__x__`), the file
 otherwise (a `_helper`). So are the builtins that reach around these rules (exec,
 open, ...; the builtins are an allow-list), the attributes that reach a frame, code, numpy or
 ctypes, match/case (which reads attributes by name) and type() with three arguments.
+The file changes attributes of objects only, never of a class it did not make, a module or a
+function (zerobook.trust.restricted): what the whole process shares is not the file's to keep
+things in, where a second import would find them and no walk of its state looks.
 
 RestrictedPython was evaluated first: its default policy refuses 7 of the 10 reference
 solutions (augmented assignment to attributes and items: `self.bucket_bytes += n`), and its
@@ -58,7 +61,8 @@ COLLECTIVES = {
 }  # fmt: skip
 # what every lab's file may use ("*": every public name but modules and DENIED's); of the
 # standard library's helpers, the names (functools.update_wrapper, typing.get_type_hints,
-# dataclasses' generated code read a name as text, or evaluate text: a red team's ways out)
+# dataclasses' generated code read a name as text, or evaluate text: a red team's ways out;
+# lru_cache and cache keep what a function returned where no walk of the file's state looks)
 COMMON = {
     "__future__": {"annotations"},
     "torch": "*",
@@ -70,7 +74,7 @@ COMMON = {
     "torch.distributed": DIST_BASE | COLLECTIVES | P2P,
     "math": "*",
     "itertools": "*",
-    "functools": {"partial", "reduce", "lru_cache", "cache", "total_ordering"},
+    "functools": {"partial", "reduce", "total_ordering"},
     "collections": {"defaultdict", "OrderedDict", "deque", "Counter", "namedtuple"},
     "dataclasses": {"dataclass", "field", "fields", "asdict", "astuple", "replace"},
     "typing": {
@@ -125,8 +129,19 @@ def allows(lab: str, module: str, name: str | None = None) -> bool:
     if (module, name) in ALSO.get(lab, ()):
         return True
     if given == "*":
-        return name not in DENIED.get(module, ()) and not name.startswith(SETTERS)
+        denied = name in DENIED.get(module, ()) or name.startswith(SETTERS)
+        return not denied and not shared_state(module, name)
     return name in given
+
+
+def shared_state(module: str, name: str) -> bool:
+    """Whether `module.name` is a container the whole process shares (torch.linalg's
+    common_notes, a dict): what the file put there would outlive it (a second import, a
+    checkpoint "loaded" from memory) where no walk of its own state looks."""
+    import importlib
+
+    value = getattr(importlib.import_module(module), name, None)
+    return isinstance(value, (dict, list, set, bytearray))
 
 
 def modules_text(lab: str) -> str:

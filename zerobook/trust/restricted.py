@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 import sys
 import types
@@ -24,18 +25,53 @@ from pathlib import Path
 from zerobook.trust import policy, policy_text
 
 
-def guarded(function, what: str):
+def guarded(function, what: str, made=None):
     """getattr, setattr, delattr, hasattr as the file may call them: not for a name the rules
-    keep (an inside, a frame's, a format's), whatever text builds it."""
+    keep (an inside, a frame's, a format's), whatever text builds it; setattr and delattr (given
+    `made`, the file's classes) on what `writable` allows only."""
 
     def checked(owner, name, *rest):
         if not isinstance(name, str) or name.startswith("_") or name in REFUSED:
             raise PolicyViolation(
                 f"{what}(..., {name!r}): not a name your file may use"
             )
+        if made is not None:
+            writable(owner, made)
         return function(owner, name, *rest)
 
     return checked
+
+
+# what the whole process shares: its attributes are not the file's to change
+SHARED = (
+    type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+    types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType,
+    functools.partial, property, staticmethod, classmethod,
+)  # fmt: skip
+
+
+def writable(thing, made):
+    """`thing`, where the file may change its attributes: an object, or a class the file made;
+    not another class, a module, a function or an object a library keeps as a global
+    (torch.nn.Module.kept = {} would keep state for the whole process, where a second import
+    finds it and no walk of the file's looks)."""
+    shared = isinstance(thing, SHARED) or id(thing) in _GLOBALS
+    if shared and not (isinstance(thing, type) and thing in made):
+        raise PolicyViolation(
+            f"changes an attribute of {what_it_is(thing)}, which the whole process shares: "
+            "keep your state in your own objects"
+        )
+    return thing
+
+
+def what_it_is(thing) -> str:
+    if isinstance(thing, type):
+        return f"the class {thing.__name__}"
+    if isinstance(thing, types.ModuleType):
+        return "a module"
+    if isinstance(thing, SHARED):
+        return f"the function {getattr(thing, '__name__', '?')}"
+    return f"a library's {type(thing).__name__}"
 
 
 def one_argument_type(*args):
@@ -62,6 +98,9 @@ SAFE_BUILTINS |= {  # every exception class, to raise and to catch
     if isinstance(value, type) and issubclass(value, BaseException)
 }
 _VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # view -> (lab, module)
+_GLOBALS: set = (
+    set()
+)  # id() of every object a view handed out: libraries' globals, which live on
 
 
 class PolicyViolation(ImportError):
@@ -80,9 +119,7 @@ class View(types.ModuleType):
         raise PolicyViolation("a module view is made by the grader's import only")
 
     def __getattr__(self, name: str):
-        if name.startswith(
-            "_"
-        ):  # Python's and the harness's probes (__file__, __path__)
+        if name.startswith("_"):  # Python's and the harness's probes (__file__, ...)
             raise AttributeError(name)
         if self not in _VIEWS:
             raise PolicyViolation("a module view is made by the grader's import only")
@@ -98,6 +135,7 @@ class View(types.ModuleType):
             )
         if not policy.allows(lab, module, name):
             raise PolicyViolation(f"{full} is not a name this lab's file may use")
+        _GLOBALS.add(id(real))  # a library's global: the process's, not the file's
         return WRAPPED.get(full, lambda real: real)(real)
 
     def __setattr__(self, name, value):
@@ -210,14 +248,15 @@ def run(source: str, filename: str, lab: str, namespace: dict) -> dict:
     namespace["__builtins__"] = dict(
         SAFE_BUILTINS,
         getattr=guarded(getattr, "getattr"),
-        setattr=guarded(setattr, "setattr"),
-        delattr=guarded(delattr, "delattr"),
+        setattr=guarded(setattr, "setattr", made),
+        delattr=guarded(delattr, "delattr", made),
         hasattr=guarded(hasattr, "hasattr"),
         type=one_argument_type,
         __build_class__=lambda *a, **k: keep(builtins.__build_class__(*a, **k), made),
         __import__=importer(lab),
         __name__=namespace.get("__name__", "__main__"),
         __own__=lambda thing: own(thing, made),
+        __writable__=lambda thing: writable(thing, made),
     )
     tree = OwnAttributes().visit(ast.parse(source, filename))
     exec(compile(ast.fix_missing_locations(tree), filename, "exec"), namespace)
@@ -242,12 +281,20 @@ def own(thing, made):
 
 class OwnAttributes(ast.NodeTransformer):
     """`self._x` compiled as `__own__(self)._x`: checked when used (a name bound to any
-    object may be called self, and a method called with any object as self)."""
+    object may be called self, and a method called with any object as self); `x.a = v` (and
+    `del x.a`, `x.a += v`) as `__writable__(x).a = v`: checked when it runs."""
 
     def visit_Attribute(self, node):
         self.generic_visit(node)
         named = isinstance(node.value, ast.Name) and node.value.id == "self"
         if named and node.attr.startswith("_") and not node.attr.startswith("__"):
-            call = ast.Call(ast.Name("__own__", ast.Load()), [node.value], [])
-            node.value = ast.copy_location(call, node.value)
+            node.value = self.call("__own__", node.value)
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            node.value = self.call("__writable__", node.value)
         return node
+
+    @staticmethod
+    def call(name: str, value):
+        return ast.copy_location(
+            ast.Call(ast.Name(name, ast.Load()), [value], []), value
+        )
