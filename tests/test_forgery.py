@@ -99,7 +99,7 @@ DDP = {  # student -> (script, what the feedback says, what the review flags)
     ),
     "abs_returns_zeros": (
         lazy("abs_returns_zeros"),
-        "replaced Tensor.abs, which the grader measures with",
+        "changes an attribute of the class Tensor, which the whole process shares",
         "torch.Tensor.abs",
     ),
     "tensor_method_shadowed": (
@@ -240,7 +240,7 @@ def test_lab4_forged_records_and_hidden_gradients_lose_what_they_forge(graded_ze
         graded_zero,
         "zero",
         "abs_returns_zeros",
-        "replaced Tensor.abs",
+        "an attribute of the class Tensor",
         "torch.Tensor.abs",
     )
     hidden = ("keeps_every_gradient", "buffers_in_a_callable", "gradients_on_a_module")
@@ -322,7 +322,7 @@ def test_lab5_forged_records_borrowed_zero3_and_hidden_units_lose_what_they_forg
         graded_zero3,
         "zero3",
         "abs_returns_zeros",
-        "replaced Tensor.abs",
+        "an attribute of the class Tensor",
         "torch.Tensor.abs",
     )
     zero_saying(

@@ -2,13 +2,18 @@
 the harness takes them from the environment the classroom sets, and the lab's tests, which
 read what the run reports, still grade the reference in full."""
 
+import importlib
 import json
+import types
 
 import pytest
 
 import zerobook as zb
 from conftest import ROOT
+from zerobook.classroom.release import lab_names
 from zerobook.labs.harness import PARAMS_ENV, lab_params
+
+LABS = lab_names(ROOT / "labs")
 
 
 def test_hidden_values_replace_the_defaults_and_a_wrong_key_or_type_says_which(
@@ -121,3 +126,34 @@ def test_the_guide_names_the_parameters_each_harness_takes():
     for lab, keys in taking.items():
         listed = ", ".join(f"`{key}`" for key in keys)
         assert f"Lab {numbers[lab]} {listed}" in guide, (lab, listed)
+
+
+# state a harness changes as it runs, not a setting: the capstone's FreedCalls, made once
+RUNTIME = {"capstone": {"GUARD"}}
+
+
+def mutable(value) -> bool:
+    """Whether `value` (a setting) holds a dict, list or set anywhere inside it."""
+    if isinstance(value, (dict, list, set, bytearray)):
+        return True
+    if isinstance(value, types.MappingProxyType):
+        value = list(value.values())
+    return isinstance(value, (tuple, frozenset, list)) and any(map(mutable, value))
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_a_harness_settings_and_hidden_parameters_are_read_only(lab):
+    """Issue 64's red team changed a harness's settings in place (weight decay off for the
+    reference, the bug zoo's bugs off) and read its hidden parameters: the file cannot reach
+    the harness now (zerobook.trust.policy), and its settings cannot be changed by any code."""
+    harness = importlib.import_module(f"zerobook.labs.{lab}")
+    settings = {
+        name: value
+        for name, value in vars(harness).items()
+        if name.isupper() and name not in RUNTIME.get(lab, ())
+    }
+    assert not [name for name, value in settings.items() if mutable(value)]
+    hidden = settings.get("HIDDEN", settings.get("PARAMS"))
+    if hidden is not None:
+        with pytest.raises(TypeError):
+            hidden["seed"] = 0

@@ -41,6 +41,19 @@ def edit(notebook: str, grade_id: str, change) -> str:
     return json.dumps(nb)
 
 
+def as_run(notebook: str, grade_id: str, printed: str) -> str:
+    """The notebook as the student saved it after running cell `grade_id`, which printed
+    `printed` (the feedback shows the outputs as submitted: zerobook.classroom.feedback)."""
+    nb = json.loads(notebook)
+    cell = next(
+        c
+        for c in nb["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id
+    )
+    cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": printed}]
+    return json.dumps(nb)
+
+
 def cell_after(notebook: str, grade_id: str, code: str) -> str:
     """The notebook with a code cell of the student's own after cell `grade_id`: nbgrader's
     kernel runs it; the clean run runs only the graded cells (the functions under the lab's
@@ -237,10 +250,14 @@ def submissions(root) -> dict[str, str]:
                 )
             ),
         ),
-        "floods": edit(
-            solution,
+        "floods": as_run(  # the page shows what the student's run left, cut
+            edit(
+                solution,
+                "part1_expected_total",
+                lambda s: s + "\nprint('x' * 50_000_000)\n",
+            ),
             "part1_expected_total",
-            lambda s: s + "\nprint('x' * 50_000_000)\n",
+            "x" * 3_000_000,
         ),
         "not_json": solution[: len(solution) // 3],
         **{

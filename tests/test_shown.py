@@ -135,3 +135,70 @@ def test_the_notebooks_metadata_and_a_cells_own_are_not_carried_to_the_page(tmp_
     page = page_of(tmp_path, [], metadata, cells=[odd])
     assert secret not in page
     assert feedback.test_cells({"cells": [odd]}) == {}
+
+
+def code(source, outputs, grade_id=None, cell_id=None):
+    meta = {"grade": True, "solution": False, "grade_id": grade_id, "points": 1}
+    cell = {"cell_type": "code", "source": source, "execution_count": 1}
+    cell |= {"metadata": {"nbgrader": meta} if grade_id else {}, "outputs": outputs}
+    return cell | ({"id": cell_id} if cell_id else {})
+
+
+def notebook(cells):
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def stdout(text):
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+@pytest.mark.parametrize("ids", [True, False], ids=["by cell id", "by position"])
+def test_the_page_is_built_from_the_submission_and_the_clean_run(tmp_path, ids):
+    """Issue 64's red team showed an output early with a display_id and rewrote it after the
+    hidden tests ran in nbgrader's kernel (a pre_run_cell hook wrote their source into it):
+    no output of that run reaches the page now. A cell of the student's shows what they
+    submitted; a test cell, visible or hidden, what the clean run's test printed and its
+    error; the hidden source, never."""
+    secret = "assert run.ranks[0]['held'] <= BOUND  # a hidden test's source"
+    kernel = {
+        "mine": [display({"text/plain": secret}, display_id="x")],  # updated later
+        "test_visible": [stdout("forged: all passed")],
+        "test_hidden": [stdout(secret)],
+    }
+    sources = {
+        "mine": "show()",
+        "test_visible": "check()",
+        "test_hidden": f"### BEGIN HIDDEN TESTS\n{secret}\n### END HIDDEN TESTS",
+    }
+
+    def cells(outputs):
+        made = [code(sources["mine"], outputs["mine"], None, "c1" if ids else None)]
+        for gid in ("test_visible", "test_hidden"):
+            made.append(code(sources[gid], outputs[gid], gid, gid if ids else None))
+        return made
+
+    autograded = tmp_path / "autograded.ipynb"
+    autograded.write_text(json.dumps(notebook(cells(kernel))))
+    submitted = tmp_path / "submitted.ipynb"
+    theirs = {"mine": [stdout("my own output")], "test_visible": [], "test_hidden": []}
+    order = cells(theirs)
+    if ids:  # the same cells, moved: matched by id
+        order = [order[1], order[0], order[2]]
+    submitted.write_text(json.dumps(notebook(order)))
+    clean = {
+        "test_visible": {"error": None, "output": "a ring sends 288000 bytes\n"},
+        "test_hidden": {
+            "error": "AssertionError: rank 0 held 9",
+            "message": "AssertionError: rank 0 held 9,000 bytes, 1,000 over",
+            "output": "rank 0, step 0: held 9,000\n",
+        },
+    }
+    feedback.scrub(autograded, clean, submitted=submitted)
+    page = autograded.read_text()
+    assert secret not in page and "forged" not in page and "my own output" in page
+    for said in (
+        "a ring sends 288000",
+        "held 9,000 bytes, 1,000 over",
+        "rank 0, step 0",
+    ):
+        assert said in page, said

@@ -64,8 +64,12 @@ def run_part(
         return replayed
     # grading's limit (from the reference's time) wins; then the lab's own; then the default
     timeout = float(os.environ.get(PART_TIMEOUT_ENV) or timeout or PART_TIMEOUT_S)
-    if _RANK_SANDBOX:  # grading (classroom.clean_score): the ranks see only this folder
+    # grading (classroom.clean_score): the ranks see only this folder, and their lines are
+    # not echoed into the test's output, which the feedback shows (a rank could print what
+    # the harness handed the student's code: a hidden cap)
+    if _RANK_SANDBOX:
         launch_options.setdefault("sandbox", _RANK_SANDBOX[-1])
+        launch_options["echo"] = False
     return run_cache.record(
         name,
         lambda: as_witnessed(

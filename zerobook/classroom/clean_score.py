@@ -14,6 +14,8 @@ autograded cell, or {"error": why} for a submission that is not a notebook.
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import os
 import signal
@@ -100,8 +102,10 @@ def defined_functions(source: str) -> list[str]:
         return []
 
 
-def run_cell(source: str, namespace: dict) -> str | None:
-    """Execute one trusted cell; None if it passed, else its error (at most MESSAGE_CHARS)."""
+def run_cell(source: str, namespace: dict, printed=None) -> str | None:
+    """Execute one trusted cell; None if it passed, else its error (at most MESSAGE_CHARS).
+    What the cell prints goes to `printed` (a file), if given: the test's own words, which the
+    feedback shows (the ranks' own lines are not echoed while grading: zerobook.grading)."""
     limit = int(float(os.environ.get(CELL_TIMEOUT_ENV, CELL_TIMEOUT_S)))
 
     def expired(*_):
@@ -110,7 +114,8 @@ def run_cell(source: str, namespace: dict) -> str | None:
     old = signal.signal(signal.SIGALRM, expired)
     signal.alarm(limit)
     try:
-        exec(compile(source, "test", "exec"), namespace)
+        with contextlib.redirect_stdout(printed or sys.stdout):
+            exec(compile(source, "test", "exec"), namespace)
         return None
     except BaseException as exc:  # noqa: BLE001 - every failure scores 0 and says why
         kind = type(exc).__name__
@@ -174,14 +179,15 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
                 for name in defined_functions(code):
                     namespace[name] = lambda *a, _n=name, **k: server.call(_n, a, k)
             elif kind == "test":
-                start = time.monotonic()
-                error = run_cell(code, namespace)
+                start, printed = time.monotonic(), io.StringIO()
+                error = run_cell(code, namespace, printed)
                 points = float(meta.get("points", 0))
                 results[meta["grade_id"]] = {
                     "points": points,
                     "score": 0.0 if error else points,
                     "error": one_line(error) if error else None,
                     "message": error,  # whole: the feedback shows it (feedback.verdict)
+                    "output": printed.getvalue()[:MESSAGE_CHARS],  # and what it printed
                     "seconds": time.monotonic() - start,
                     "launches": code.count("run_part("),
                 }

@@ -2,12 +2,14 @@
 
 `reconcile` writes the clean run's score (zerobook.classroom.clean_score) over nbgrader's where they differ;
 `awaiting_manual` and `label_awaiting` say which answers wait for the instructor's hand-grade
-(nbgrader shows them as 0), on the feedback page; `scrub` takes the hidden tests' source and
-the tracebacks out of the notebook the feedback is made from (their failure messages stay),
-caps each output and shows each path as the course names it (zerobook.classroom.relative_paths);
-each output, cell and the notebook's metadata rebuilt from what the page renders
-(zerobook.classroom.shown); `tampered_tests` names test cells a student edited; `failure_page` gives a submission that
-could not be graded its reason (grades.csv its 0: zerobook.classroom.grades_csv).
+(nbgrader shows them as 0), on the feedback page; `scrub` builds the notebook the feedback is
+made from: the hidden tests' source left out, each test cell's outputs the clean run's (what the
+test printed, its error), every other cell's as the student submitted them (never nbgrader's
+run's, whose kernel ran the hidden tests), each output, cell and the notebook's metadata rebuilt
+from what the page renders (zerobook.classroom.shown), capped, each path as the course names it
+(zerobook.classroom.relative_paths); `tampered_tests` names test cells a student edited;
+`failure_page` gives a submission that could not be graded its reason (grades.csv its 0:
+zerobook.classroom.grades_csv).
 """
 
 from __future__ import annotations
@@ -90,22 +92,29 @@ def tampered_tests(root: Path, lab: str, notebook_path: Path) -> list[str]:
     ]
 
 
-def scrub(autograded: Path, clean: dict | None = None) -> None:
-    """The notebook the feedback is made from: hidden tests replaced by a note, outputs capped;
-    read and written as untrusted (zerobook.trust.untrusted: a regular file, never a link). From the
-    first cell with hidden tests on, the student's kernel has seen their source (IPython keeps
-    every cell it ran, in linecache and its history), so no output it made from there on is
-    shown: a test cell shows the clean run's verdict (`clean`: grade_id -> its result), any
-    other cell nothing."""
+def scrub(
+    autograded: Path, clean: dict | None = None, submitted: Path | None = None
+) -> None:
+    """The notebook the feedback is made from, built by the trusted side: each cell's source
+    (the hidden tests' replaced by a note); each test cell's outputs from the clean run alone
+    (`clean`: grade_id -> its result: what the test printed, then its error); every other
+    cell's outputs as the student submitted them (`submitted`; None: the notebook at
+    `autograded` is the submission), never as nbgrader's run of the notebook left them (that
+    kernel ran the hidden tests: a display updated after them, a hook that printed their
+    source). Every output rebuilt from what the page renders (zerobook.classroom.shown),
+    capped; read and written as untrusted (zerobook.trust.untrusted: a regular file, never
+    a link)."""
     if not os.path.lexists(autograded):
         return
     notebook = untrusted.read_json(autograded, NOTEBOOK_BYTES)
-    tests, seen_hidden = test_cells(notebook), False
-    mine = (autograded.parent,)  # the student's files: shown by their names
-    notebook["metadata"] = dict(
-        shown.NOTEBOOK_METADATA
-    )  # none of theirs (widget state)
-    for cell in notebook["cells"]:
+    given = notebook
+    if submitted is not None:
+        given = untrusted.read_json(submitted, NOTEBOOK_BYTES)
+    cells = given.get("cells") if isinstance(given, dict) else None
+    theirs = outputs_as_submitted(notebook["cells"], cells)
+    tests, mine = test_cells(notebook), (autograded.parent,)  # their files: by name
+    notebook["metadata"] = dict(shown.NOTEBOOK_METADATA)  # none of theirs (widgets)
+    for cell, outputs in zip(notebook["cells"], theirs):
         cell["metadata"] = shown.cell_metadata(cell.get("metadata"))
         cell["source"] = shown.text(cell.get("source")) or ""
         cell.pop("attachments", None)
@@ -113,23 +122,9 @@ def scrub(autograded: Path, clean: dict | None = None) -> None:
             continue
         gid = cell["metadata"].get("nbgrader", {}).get("grade_id")
         if any(cell is c for c in tests.values()):
-            source = cell["source"]
-            seen_hidden = seen_hidden or bool(HIDDEN.search(source))
-            cell["source"] = HIDDEN.sub(
-                "### hidden tests: not shown (their failures are) ###", source
-            )
-            if seen_hidden:
-                cell["outputs"] = verdict((clean or {}).get(gid))
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "error":
-                    output["traceback"] = [
-                        f"{output.get('ename')}: {output.get('evalue', '')}"[
-                            :MAX_OUTPUT_CHARS
-                        ]
-                    ]
-        elif seen_hidden:
-            cell["outputs"] = []
-        outputs = cell.get("outputs")
+            note = "### hidden tests: not shown (their failures are) ###"
+            cell["source"] = HIDDEN.sub(note, cell["source"])
+            outputs = verdict((clean or {}).get(gid))
         cell["outputs"] = [
             cap(output_relative(shown.output(o), mine))
             for o in (outputs if isinstance(outputs, list) else [])
@@ -137,12 +132,35 @@ def scrub(autograded: Path, clean: dict | None = None) -> None:
     untrusted.write_fresh(autograded, json.dumps(notebook, indent=1))
 
 
+def outputs_as_submitted(cells: list, given) -> list:
+    """For each of `cells` (nbgrader's copy of a submission), the outputs of the same cell
+    in the submitted notebook's `given` cells: by cell id where both have one, else by
+    position where the two have as many cells; none where no cell matches."""
+    given = [c for c in given if isinstance(c, dict)] if isinstance(given, list) else []
+    by_id = {c.get("id"): c for c in given if isinstance(c.get("id"), str)}
+    same_length = len(given) == len(cells)
+    out = []
+    for k, cell in enumerate(cells):
+        match = by_id.get(cell.get("id")) if isinstance(cell.get("id"), str) else None
+        if match is None and same_length:
+            match = given[k]
+        out.append((match or {}).get("outputs", []))
+    return out
+
+
 def verdict(result: dict | None) -> list[dict]:
-    """A test cell's outputs, from the clean run's result: its error, or none if it passed."""
+    """A test cell's outputs, from the clean run's result: what the test printed (the
+    course's words, which name the mistake), then its error, if it failed."""
+    out = []
+    if result and isinstance(result.get("output"), str) and result["output"]:
+        out.append(
+            {"output_type": "stream", "name": "stdout", "text": result["output"]}
+        )
     if not result or not result.get("error"):
-        return []
+        return out
     kind, _, message = str(result.get("message") or result["error"]).partition(": ")
-    return [{"output_type": "error", "ename": kind, "evalue": message, "traceback": []}]
+    error = {"output_type": "error", "ename": kind, "evalue": message, "traceback": []}
+    return out + [error]
 
 
 def cap(output: dict) -> dict:

@@ -41,7 +41,7 @@ from zerobook.labs.harness import (
 )
 from zerobook.trust import plain_objects
 
-PARTS = ["skip", "uneven", "replicas"]
+PARTS = ("skip", "uneven", "replicas")
 # the course's DDP loops: what this lab has the student repair
 UNSEEN = ("zerobook.runs.gone_wrong",)  # hidden from a graded submission
 WIDTH = 16

@@ -31,7 +31,7 @@ import zerobook as zb
 from zerobook.labs import capstone_resume, hints, zero3_record
 from zerobook.labs.crash import Steps, describe
 from zerobook.labs.freed import FreedCalls, guard_units
-from zerobook.labs.harness import call_student, lab_params, load_student
+from zerobook.labs.harness import call_student, frozen, lab_params, load_student
 from zerobook.labs.harness import parse_args, push_mode, refuse, trusted
 from zerobook.labs.means import verdicts
 from zerobook.labs.student_state import roots
@@ -45,7 +45,7 @@ from zerobook.train.measure import unique_bytes
 from zerobook.train.models import GPT
 from zerobook.train.parity import norm_bound, ordered_sums
 
-PARTS = ["train", "resume"]
+PARTS = ("train", "resume")
 # zerobook.labs.freed.FreedCalls, once the student's ZeRO-3 is built
 GUARD: list = [None]
 # an instructor's own (zerobook.labs.harness.lab_params); and shorter runs for tests
@@ -54,7 +54,7 @@ SEED, STEPS, PREFIX = HIDDEN["seed"], HIDDEN["steps"], HIDDEN["prefix"]
 EVERY, KILL_AT, BUCKET_CAP_BYTES = HIDDEN["every"], HIDDEN["kill_at"], 64 * 1024
 if not 0 < EVERY < KILL_AT < PREFIX <= STEPS or KILL_AT % EVERY:
     raise ValueError(f"capstone: 0 < every < kill_at < prefix <= steps, kill_at a "
-                     f"multiple of every: {HIDDEN}")  # fmt: skip
+                     f"multiple of every: {dict(HIDDEN)}")  # fmt: skip
 UNSEEN = (
     "zerobook.zero",
     "zerobook.data_parallel.ddp",
@@ -70,7 +70,7 @@ GUARDED = {
     "all_reduce": torch.distributed, "barrier": torch.distributed,
     "equal": torch, "clone": torch.Tensor, "item": torch.Tensor,
 }  # fmt: skip
-GUARDED = {n: m for n, m in GUARDED.items() if callable(getattr(m, n, None))}
+GUARDED = frozen({n: m for n, m in GUARDED.items() if callable(getattr(m, n, None))})
 
 
 def model_from(me) -> torch.nn.Module:

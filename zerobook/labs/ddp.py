@@ -31,7 +31,7 @@ from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.train.parity import ordered_sums
 from zerobook.train.training import rank_batch
 
-PARTS = ["train"]
+PARTS = ("train",)
 # 3 blocks: 39 gradients, 41,376 elements, which backward does not produce in the
 # reverse of model.parameters()'s order; 32 KiB buckets: 5, the last under the cap
 # (finish() must send it)

@@ -31,7 +31,8 @@ import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import full_weights, kept_bytes, local, mesh_of
 from zerobook.labs import crash, hints
-from zerobook.labs.harness import call_student, import_again, load_student, parse_args
+from zerobook.labs.harness import call_student, frozen, import_again, load_student
+from zerobook.labs.harness import parse_args
 from zerobook.trust import plain_objects
 from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.train.parity import ordered_sums
@@ -39,8 +40,8 @@ from zerobook.train.sharded_checkpoint import state_digests
 from zerobook.train.training import rank_batch, train_step
 from zerobook.zero import Zero3AdamW
 
-PARTS = ["parity", "memory", "traffic", "precision", "prefetch", "checkpoint"]
-REDUCE_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+PARTS = ("parity", "memory", "traffic", "precision", "prefetch", "checkpoint")
+REDUCE_DTYPES = frozen({"bf16": torch.bfloat16, "fp32": torch.float32})
 CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
 LR, STEPS, BATCH = 1e-3, 5, 4
 

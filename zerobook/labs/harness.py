@@ -17,6 +17,7 @@ import argparse
 import inspect
 import json
 import os
+import types
 from pathlib import Path
 
 # an instructor's hidden parameters for this lab's harness, as JSON (the classroom sets it
@@ -59,7 +60,17 @@ def lab_params(**defaults):
                 f"hidden parameter {key}={value!r}: a "
                 f"{type(defaults[key]).__name__} like {defaults[key]!r}"
             )
-    return {**defaults, **given}
+    return frozen({**defaults, **given})
+
+
+def frozen(value):
+    """`value` read-only all the way down (dicts as mapping proxies, lists as tuples): a
+    harness's settings, which no code in its process can change."""
+    if isinstance(value, (dict, types.MappingProxyType)):
+        return types.MappingProxyType({k: frozen(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(frozen(v) for v in value)
+    return frozenset(value) if isinstance(value, set) else value
 
 
 def load_student(path: str):

@@ -13,13 +13,17 @@ and so is the mean PyTorch's DDP takes by default ("divided_mean": each rank's g
 divided by N before the all-reduce sums them, the same mean in other bits).
 """
 
+import types
+
 import torch
 import torch.distributed as dist
 
 import zerobook as zb
 
 ALL_GATHER = dist.all_gather_into_tensor  # the harness's own, never a wrapper
-MEANS = {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * (1 / n)}
+MEANS = types.MappingProxyType(
+    {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * (1 / n)}
+)
 FIRST = ("divided first: / N", "divided first: * (1/N)")  # PyTorch DDP's default
 
 

@@ -18,7 +18,7 @@ from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.train.precision import MixedPrecisionAdamW
 
-PARTS = ["fp32", "mixed", "flat"]
+PARTS = ("fp32", "mixed", "flat")
 CONFIG = GPTConfig(vocab=128, hidden=128, layers=2, heads=4, seq_len=32)
 
 

@@ -23,10 +23,10 @@ from zerobook.labs.harness import call_student, load_student, parse_args, refuse
 from zerobook.trust.restricted import PolicyViolation
 from zerobook.trust.report_guard import TamperError
 
-PARTS = ["correct", "bytes"]
+PARTS = ("correct", "bytes")
 # the course's ring: what this lab grades
 UNSEEN = ("zerobook.data_parallel.collectives",)  # hidden from a graded submission
-SIZES = [1, 7, 1001, 4096 + 3, 2**20]
+SIZES = (1, 7, 1001, 4096 + 3, 2**20)
 
 
 P2P = ("send", "isend", "recv", "irecv")

@@ -24,7 +24,7 @@ import zerobook as zb
 from zerobook.labs.harness import call_student, load_student, parse_args
 from zerobook.trust import plain_objects
 
-PARTS = ["all_reduce", "gather"]
+PARTS = ("all_reduce", "gather")
 
 
 @contextmanager

@@ -32,14 +32,14 @@ from zerobook.data_parallel.comm import CommMeter
 from zerobook.data_parallel.inflight import Handle, InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
-from zerobook.labs.harness import call_student, lab_params, load_student
+from zerobook.labs.harness import call_student, frozen, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.student_state import roots
 from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.train.parity import ordered_sums
 from zerobook.train.training import rank_batch
 
-PARTS = ["train"]
+PARTS = ("train",)
 # Lab 2's GPT: 39 parameters (the embedding tied to the output layer), 41,376 elements,
 # 41,418 once each is padded to a multiple of 3; 8 KiB buckets: 10 of them, at most 2
 # in flight, so a rank never holds one full set of gradients (zerobook.labs.zero_held.peak)
@@ -48,10 +48,10 @@ CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
 HIDDEN = lab_params(bucket_cap_bytes=8 * 1024, max_in_flight=2, seed=1234)
 BUCKET_CAP_BYTES, MAX_IN_FLIGHT = HIDDEN["bucket_cap_bytes"], HIDDEN["max_in_flight"]
 STEPS, BATCH, SEED = 3, 2, HIDDEN["seed"]
-OPTIMIZERS = {  # any element-wise torch.optim optimizer: two of them, in one launch
+OPTIMIZERS = frozen({  # any element-wise torch.optim optimizer: two of them, in one launch
     "AdamW": (torch.optim.AdamW, {"lr": 1e-3, "weight_decay": 0.1}),
     "SGD": (torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.1}),
-}
+})  # fmt: skip
 # hidden from a graded submission (zerobook.classroom.unseen): not the harness's own zero_probe
 UNSEEN = (
     "zerobook.zero",
@@ -272,7 +272,7 @@ def main() -> None:
         failed=steps.failed,  # zerobook.labs.crash
         params={name: p.numel() for name, p in model.named_parameters()},
         dims={name: p.dim() for name, p in model.named_parameters()},
-        options={name: options for name, (_, options) in OPTIMIZERS.items()},
+        options={name: dict(options) for name, (_, options) in OPTIMIZERS.items()},
         world_size=me.world_size,
         element_size=4,
         bucket_cap_bytes=BUCKET_CAP_BYTES,

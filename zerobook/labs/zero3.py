@@ -31,7 +31,7 @@ from zerobook.labs.freed import FreedGuard, rebound, storage_key
 from zerobook.data_parallel.inflight import Handle, InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
-from zerobook.labs.harness import call_student, lab_params, load_student
+from zerobook.labs.harness import call_student, frozen, lab_params, load_student
 from zerobook.labs.harness import parse_args, refuse, trusted
 from zerobook.labs.student_state import roots
 from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
@@ -46,12 +46,12 @@ from zerobook.labs.zero3_record import (
     torch_fsdp_used,
 )
 
-PARTS = ["train"]
+PARTS = ("train",)
 # 3 blocks of 12,704 parameters; root: the tied embedding (3,200) and the final norm (64)
 CONFIG = GPTConfig(vocab=100, hidden=32, layers=3, heads=4, seq_len=16)
 STEPS, BATCH = 4, 2
 SEED = lab_params(seed=1234)["seed"]  # an instructor may grade with another
-OPTIONS = {"lr": 1e-3, "weight_decay": 0.1}
+OPTIONS = frozen({"lr": 1e-3, "weight_decay": 0.1})
 UNSEEN = (
     "zerobook.zero",
     "zerobook.labs.zero3_events",
@@ -183,7 +183,9 @@ def train(student, me: zb.Rank, flight: InFlight, steps: Steps, guard) -> dict:
     return run
 
 
-MEANS = {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * (1 / n)}
+MEANS = frozen(
+    {"sum / N": lambda total, n: total / n, "sum * (1/N)": lambda t, n: t * (1 / n)}
+)
 SUMMED = lambda total, n: total  # noqa: E731 - no mean: named if the weights are its
 
 

@@ -40,7 +40,7 @@ from zerobook.train.models import next_token_loss
 from zerobook.zero import trials
 from zerobook.zero.units import Unit, in_backward
 
-PARTS = ["zeropp"]
+PARTS = ("zeropp",)
 PARAMS = lab_params(seed=2306, block=64)  # an instructor may grade with others
 SEED, BLOCK = PARAMS["seed"], PARAMS["block"]
 NODE = 2  # ranks per node: 4 ranks are two nodes

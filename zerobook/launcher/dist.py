@@ -16,6 +16,7 @@ import sys
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import timedelta
 from pathlib import Path
+from types import MappingProxyType
 
 REPORT_DIR_ENV = "ZEROBOOK_REPORT_DIR"
 TIMEOUT_ENV = "ZEROBOOK_COLLECTIVE_TIMEOUT"
@@ -183,9 +184,12 @@ def teardown() -> None:
 
 def _jsonable(value):
     """Tensors and NumPy values become lists/numbers, typed records (dataclasses) dicts of their
-    fields; anything else JSON cannot hold is an error."""
+    fields, read-only mappings (a harness's settings) dicts; anything else JSON cannot hold is
+    an error."""
     if hasattr(value, "tolist"):
         return value.tolist()
+    if isinstance(value, MappingProxyType):
+        return dict(value)
     if is_dataclass(value) and not isinstance(value, type):
         return asdict(value)
     raise TypeError(

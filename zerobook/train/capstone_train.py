@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+import types
 
 import torch
 import torch.distributed as dist
@@ -30,7 +31,9 @@ from zerobook.train.models import GPTConfig
 LN2 = math.log(2)
 CONFIG = GPTConfig(vocab=256, hidden=64, layers=2, heads=4, seq_len=32)
 GLOBAL_BATCH, LR, WARMUP, CLIP = 48, 2e-2, 20, 1.0
-OPTIONS = {"lr": LR, "weight_decay": 0.1, "betas": (0.9, 0.95), "eps": 1e-8}
+OPTIONS = types.MappingProxyType(
+    {"lr": LR, "weight_decay": 0.1, "betas": (0.9, 0.95), "eps": 1e-8}
+)  # read-only: the capstone harness grades with it
 EVAL_BATCHES = 8  # held-out: 8 fixed batches of GLOBAL_BATCH windows (seed 1)
 
 
