@@ -67,10 +67,23 @@ def error_text(exc: BaseException) -> str:
     return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS] + " ..."
 
 
+def raised_by_them(exc: BaseException, student_file: str) -> bool:
+    """Whether the student's own `raise` or `assert` made `exc`: its message is theirs (a
+    hidden input or parameter could be written into it), not Python's or torch's words."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = frames[-1] if frames else None
+    if last is None or Path(last.filename).resolve() != Path(student_file).resolve():
+        return False
+    return (last.line or "").lstrip().startswith(("raise", "assert"))
+
+
 def failure(exc, step, rank: int, student_file: str, hint: str = "") -> dict:
     """The record a part reports when the student's steps ended with `exc` at `step`
-    (an int, or a word: "constructor")."""
+    (an int, or a word: "constructor"). An exception the student's code raised is told by
+    its type and their line (`where`), not its message (raised_by_them)."""
     text = error_text(exc)
+    if raised_by_them(exc, student_file):
+        text = f"{type(exc).__name__}, raised by your code (your line is shown, not its message)"
     return {
         "step": step,
         "rank": rank,
