@@ -124,7 +124,8 @@ class View(types.ModuleType):
         if self not in _VIEWS:
             raise PolicyViolation("a module view is made by the grader's import only")
         lab, module = _VIEWS[self]
-        real = getattr(importlib.import_module(module), name)
+        real_module = importlib.import_module(module)
+        real = getattr(real_module, name)
         full = f"{module}.{name}"
         if isinstance(real, types.ModuleType):
             if policy.allows(lab, full):
@@ -135,7 +136,8 @@ class View(types.ModuleType):
             )
         if not policy.allows(lab, module, name):
             raise PolicyViolation(f"{full} is not a name this lab's file may use")
-        _GLOBALS.add(id(real))  # a library's global: the process's, not the file's
+        if vars(real_module).get(name) is real:  # kept there, so its id stays its own
+            _GLOBALS.add(id(real))  # a library's global: the process's, not the file's
         return WRAPPED.get(full, lambda real: real)(real)
 
     def __setattr__(self, name, value):
@@ -147,15 +149,10 @@ class View(types.ModuleType):
 
     def __dir__(self):
         lab, module = _VIEWS.get(self, (None, None))
-        return (
-            []
-            if lab is None
-            else [
-                n
-                for n in dir(importlib.import_module(module))
-                if policy.allows(lab, module, n)
-            ]
-        )
+        if lab is None:
+            return []
+        names = dir(importlib.import_module(module))
+        return [n for n in names if policy.allows(lab, module, n)]
 
     def __repr__(self) -> str:
         return f"<module {_VIEWS.get(self, ('', '?'))[1]!r}, as this lab's file may use it>"
