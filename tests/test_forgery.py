@@ -5,8 +5,9 @@ saying why, and the classroom's review flags its means for the instructor.
 
 - Records rewritten in the rank's own process (tests/forgeries/): the in-flight record reached
   as `dist.all_reduce.__self__` or through gc and rewritten (the process group's own count of
-  its collectives disagrees: zerobook.data_parallel.inflight); `torch.Tensor.abs`, or one tensor's `.abs`,
-  answering zeros (zerobook.labs.untouched); a process forked at import to rewrite the reports
+  its collectives disagrees: zerobook.data_parallel.inflight); `torch.Tensor.abs` answering
+  zeros (refused when written: the class is the whole process's, zerobook.trust.restricted),
+  or one tensor's `.abs` (zerobook.labs.untouched); a process forked at import to rewrite the reports
   (a graded rank cannot start one: zerobook.trust.graded_rank); gradients or full units kept in
   module-level state or on torch's objects (a module of the student's: counted,
   zerobook.labs.student_state and zero_probe.tensors_in).

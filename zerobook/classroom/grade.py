@@ -9,9 +9,10 @@ network but loopback, nothing survives it); zerobook.classroom.clean_run re-runs
 test from the course's notebook, in a process the student's code never runs in (it also times the
 reference, which sets each lab's limits); where the two disagree the clean score is written to the
 gradebook and the submission is flagged for the instructor; the feedback page is built from the
-clean run's results and the notebook as submitted (zerobook.classroom.feedback.scrub). A submission that cannot be graded (not a notebook, a dead kernel, a
-timeout) scores 0 with its reason in its feedback; one that grading failed on the course's side is
-not graded nor blamed on the student (zerobook.classroom.grader_errors); everyone else is graded.
+clean run's results and the notebook as submitted (zerobook.classroom.feedback.scrub). A
+submission that cannot be graded (not a notebook, a dead kernel, a timeout) scores 0 with its
+reason in its feedback; one that grading failed on the course's side is not graded nor blamed
+on the student (zerobook.classroom.grader_errors); everyone else is graded.
 grades.csv is written for everyone graded; the summary lists failures (exit 1 if any) and flags.
 """
 
