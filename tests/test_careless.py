@@ -64,6 +64,16 @@ DDP = {
         {"test_waits"},
         ["wait(s) on all-reduces of an earlier step"],
     ),
+    "skips_the_all_reduce": (  # issue 64: every test needs the idea
+        (
+            "        work = dist.all_reduce(flat, async_op=True)\n",
+            "        work = None  # no all-reduce: each rank keeps its own gradients\n",
+            "            work.wait()\n            flat.div_(dist.get_world_size())\n",
+            "",
+        ),
+        {"test_parity", "test_once", "test_buckets", "test_overlap", "test_waits"},
+        ["in no all-reduce:"],
+    ),
     "one_rank_raises": (
         (
             "        self.bucket.append(param)\n",
@@ -161,6 +171,16 @@ ZERO3 = {
 
 Z2_DIV = "            self.pieces[param].grad = grad.float() / self.n\n"
 ZERO = {
+    "all_reduces_the_full_gradients": (  # issue 64: every test needs the idea (DDP's way)
+        (
+            "        out = flat.new_empty(flat.numel() // self.n)\n"
+            "        work = dist.reduce_scatter_tensor(out, flat, async_op=True)\n",
+            "        out = flat.view(self.n, -1)[self.rank]  # its pieces, once summed\n"
+            "        work = dist.all_reduce(flat, async_op=True)\n",
+        ),
+        {"test_buckets", "test_overlap", "test_traffic"},  # its memory is ZeRO-2's
+        ["elements all-reduced: reduce-scatter them instead", "in no reduce-scatter"],
+    ),
     "register_hook": (
         (DDP_HOOK, "param.register_hook(self.on_grad)"),
         "all",
