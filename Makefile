@@ -49,7 +49,8 @@ LABS_FOR_BOOK := $(PY) -m zerobook.classroom book
 # plugin that keeps each notebook nbval executed for the book (tests/nbcache.py), each notebook's
 # kernel forked from one that has imported torch, matplotlib and ipykernel and handed a launcher's
 # zygote that has imported torch (tests/kernel_preload.py, on Linux; ZEROBOOK_KERNEL_PRELOAD=0:
-# each started as a student's kernel and zygote are); test files run in
+# each started as a student's kernel and zygote are; a kernel has 180 s to answer, not nbval's
+# 60: CI's first kernels start beside each other's torch imports); test files run in
 # parallel, one file (one notebook) per worker at a time, two workers more than there are cores:
 # some tests wait (a timeout, a hang being detected) and the extra workers use those seconds
 # (on 2 cores, 2026-11-30: 3 workers 511 s, 4 workers 454 s with the cores busy 904 of 910 s);
@@ -61,7 +62,7 @@ LABS_FOR_BOOK := $(PY) -m zerobook.classroom book
 WORKERS := $(shell $(PYTHON) -c "import os; f = getattr(os, 'sched_getaffinity', None); \
              print(min((len(f(0)) if f else os.cpu_count() or 1) + 2, 6))")
 PYTEST := $(PY) -m pytest -p tests.nbcache -p tests.kernel_preload -p tests.solved_labs \
-          --nbval-lax --nbval-current-env \
+          --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout=180 \
           --numprocesses=$(WORKERS) --dist loadfile --no-loadscope-reorder
 PHASES := $(PY) tests/phases.py
 SOLVED := _build/solved_labs

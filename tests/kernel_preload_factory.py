@@ -55,7 +55,10 @@ def main(worker: int) -> None:
                 listener.close(), conn.close(), os.close(worker)
                 _zygote(fds[0], serve)
             os.close(fds[0])
-            conn.send(json.dumps({"pid": pid, "env": env}).encode())
+            try:  # a kernel that stopped waiting has gone (its zygote reads EOF and ends)
+                conn.send(json.dumps({"pid": pid, "env": env}).encode())
+            except OSError:
+                continue
 
 
 def _zygote(line: int, serve) -> None:

@@ -54,6 +54,11 @@ KERNEL_SET |= {"CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "MPLBACKEND"}
 # the factory's abstract Unix socket (tests/kernel_preload_factory.py)
 ADDRESS_ENV = "ZEROBOOK_TEST_ZYGOTE_FACTORY"
 _factory: dict = {}
+# how long a kernel waits for the factory to answer (it answers once it has imported torch and
+# torch._dynamo: on CI's 2 cores, beside every other worker's first kernel, past nbval's start-up
+# timeout once, 2026-12-07); past it the kernel starts without, and its first launch starts a
+# zygote of its own, as a student's kernel does
+FACTORY_WAIT_S = 20.0
 
 
 def preload() -> None:
@@ -101,10 +106,11 @@ def _hand_a_zygote() -> None:
     line, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as factory:
+            factory.settimeout(FACTORY_WAIT_S)
             factory.connect("\0" + _factory["address"])
             socket.send_fds(factory, [b"zygote"], [theirs.fileno()])
             handed = json.loads(factory.recv(1 << 20))
-    except (OSError, ValueError):  # no factory: the launcher starts its own zygote
+    except (OSError, ValueError):  # no factory, or not yet: the launcher starts its own
         line.close()
         return
     finally:

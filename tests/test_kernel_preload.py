@@ -4,6 +4,8 @@ jupyter_client and the notebook see it (its own session, the notebook's folder, 
 figures, an interrupt, a stop that leaves nothing)."""
 
 import json
+import os
+import socket
 import sys
 import time
 
@@ -179,3 +181,27 @@ def test_switched_off_the_plugin_patches_nothing(monkeypatch):
     monkeypatch.setenv(kernel_preload.OFF_ENV, "0")
     kernel_preload.pytest_configure(None)
     assert local_provisioner.launch_kernel is nbval.kernel.start_new_kernel is unpatched
+
+
+def test_a_kernel_waits_for_the_factory_a_bounded_time(monkeypatch):
+    """A factory still importing torch (on CI's 2 cores, beside every other worker's first
+    kernel) has a kernel wait FACTORY_WAIT_S, not past nbval's start-up timeout: then the kernel
+    starts without a zygote handed to it, and its first launch starts its own."""
+    import kernel_preload_main
+    from zerobook.launcher import zygote
+
+    address = f"zerobook-test-silent-factory-{os.urandom(4).hex()}"
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    silent.bind("\0" + address)
+    silent.listen()  # accepts (the kernel's connect succeeds) and never answers
+    monkeypatch.setitem(kernel_preload_main._factory, "address", address)
+    monkeypatch.setattr(kernel_preload_main, "FACTORY_WAIT_S", 0.5)
+    first = zygote._zygote_for
+    try:
+        started = time.monotonic()
+        kernel_preload_main._hand_a_zygote()
+        waited = time.monotonic() - started
+    finally:
+        silent.close()
+    assert 0.5 <= waited < 10
+    assert zygote._zygote_for is first  # nothing to adopt: the launcher's own zygote
