@@ -6,6 +6,8 @@ import pytest
 
 import zerobook as zb
 from lab_helpers import lab_solution, planted
+from zerobook.labs.fsdp2 import CONFIG
+from zerobook.train.models import GPT
 
 # starts ranks with torchrun; the labs' feedback on planted mistakes: make test-grading
 pytestmark = [pytest.mark.launch, pytest.mark.slow]
@@ -37,6 +39,38 @@ def test_fsdp2_checkpoint_kept_in_memory_is_not_found(tmp_path):
     student.write_text(forged.read_text())
     with pytest.raises(zb.LaunchError, match="KeyError"):
         zb.grading.run_part("fsdp2", str(student), "checkpoint", nproc=2, echo=False)
+
+
+def test_fsdp2_checkpoint_read_back_by_a_fresh_process(tmp_path):
+    """A fresh process reads what save wrote (zerobook.labs.checkpoint_readback): a save of the
+    weights alone leaves the moments off the disk, named; a load that takes a copy kept on the
+    model (our red team's: the first import's global, hung on each model by shard) passes the
+    round trip but does not restore the shifted copy, which no process held."""
+    forged = Path(__file__).parent / "forgeries" / "fsdp2_checkpoint_on_the_model.py"
+    (tmp_path / "on_the_model").mkdir()
+    on_the_model = tmp_path / "on_the_model" / "fsdp2_student.py"
+    on_the_model.write_text(forged.read_text())
+    weights_only = planted(
+        tmp_path,
+        "fsdp2",
+        "weights_only",
+        'dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=path)',
+        'dcp.save({"model": model_state}, checkpoint_id=path)',
+        'state = {"model": model_state, "optim": optim_state}',
+        'state = {"model": model_state}',
+        'optim_state_dict=state["optim"]',
+        "optim_state_dict=optim_state",
+    )
+    weights = [name for name, _ in GPT(CONFIG).named_parameters()]
+    moments = [f"{name} {k}" for name in weights for k in ("exp_avg", "exp_avg_sq")]
+    kept = zb.grading.run_part("fsdp2", str(on_the_model), "checkpoint", nproc=2)
+    for report in kept.ranks:
+        assert report["loaded"] == report["saved"] and not report["not_on_disk"]
+        assert sorted(report["not_read"]) == sorted(weights + moments)
+    alone = zb.grading.run_part("fsdp2", weights_only, "checkpoint", nproc=2)
+    for report in alone.ranks:
+        assert sorted(report["not_on_disk"]) == sorted(moments)
+        assert report["not_read"] == [] and report["loaded"] != report["saved"]
 
 
 def test_fsdp2_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):

@@ -197,6 +197,7 @@ LAB_RECORDS = (
     "capstone_checks",
     "capstone_resume",
     "zeropp_checks",
+    "checkpoint_readback",
 )
 
 

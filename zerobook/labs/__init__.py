@@ -21,6 +21,7 @@ notebook's tests grade those reports.
       zero3_events     the checks: parity, kept, peak, traffic, forward and backward prefetch
       freed            freed storage caught before torch reads it: a named error, no SIGSEGV
     fsdp2            Lab 6: the student's FSDP2 set-up: precision, prefetch, checkpoints
+      checkpoint_readback  the checkpoint read by a fresh process; a copy with other values
     capstone         Lab 7: the student's DDP and ZeRO-3 train a GPT beside FSDP2
       capstone_checks  curves, clipping, bytes kept, the target, the resume
       capstone_resume  killed and resumed from sharded checkpoints

@@ -14,7 +14,8 @@ every sum in rank order: equal for a correct set-up), `memory` (bytes kept per r
 which modules are FSDP units), `traffic` (bytes per collective of a step, against ours, with
 reduce_dtype bf16 and fp32), `precision` (the trade-off: how far bf16- and fp32-reduced gradients
 are from float64-reduced ones, and the bytes each reduce-scatter moves), `prefetch` (how many all-gathers were issued when each block's forward began),
-`checkpoint` (save after 2 steps, load into a fresh model: state digests and the next loss).
+`checkpoint` (save after 2 steps, load into a fresh model: state digests and the next loss;
+what a fresh process finds on disk, and whether the load restores a copy with other values).
 `--part parity,memory,...` runs several in one launch and reports `parts`: each part's report,
 or `{"raised": ...}` for a part that raised (the others still run).
 """
@@ -30,13 +31,14 @@ from torch.distributed.fsdp import FSDPModule
 import zerobook as zb
 from zerobook.data_parallel.comm import CommMeter
 from zerobook.fsdp2 import full_weights, kept_bytes, local, mesh_of
+from zerobook.labs import checkpoint_readback as readback
 from zerobook.labs import crash, hints
 from zerobook.labs.harness import call_student, frozen, import_again, load_student
 from zerobook.labs.harness import parse_args
 from zerobook.trust import plain_objects
 from zerobook.train.models import GPT, Block, GPTConfig, next_token_loss, random_batch
 from zerobook.train.parity import ordered_sums
-from zerobook.train.sharded_checkpoint import state_digests
+from zerobook.train.sharded_checkpoint import state_digests, tensor_digests
 from zerobook.train.training import rank_batch, train_step
 from zerobook.zero import Zero3AdamW
 
@@ -171,30 +173,57 @@ def prefetch(student, me: zb.Rank) -> dict:
 
 
 def checkpoint(student, me: zb.Rank) -> dict:
-    """Save after two steps; load into a fresh model with the student's file imported again
-    (what it kept in memory is not there: the checkpoint must be on disk), then continue."""
+    """Save after two steps; load into a fresh model with the student's file imported again,
+    then continue. A fresh process reads what the save wrote (zerobook.labs.checkpoint_readback):
+    which weights and moments the disk lacks, and which the student's load of a copy with other
+    values (`shifted`, which no process held in memory) did not restore."""
     model, optimizer = student_model(student, me)
     for i in range(2):
         step(model, optimizer, i, me)
     folder = tempfile.mkdtemp(prefix="lab6-") if me.rank == 0 else None
     folder = Path(broadcast_text(folder, me))
     call_student(student, "save", model, optimizer, str(folder / "ckpt"))
-    before = state_digests(model, optimizer)
+    torch.distributed.barrier()  # every rank's shards are written
+    reading = (
+        readback.start(folder / "ckpt", folder / "shifted") if me.rank == 0 else None
+    )
+    before, held = state_digests(model, optimizer), tensor_digests(model, optimizer)
     continued = step(model, optimizer, 2, me)
     fresh, fresh_optimizer = student_model(student, me)
-    step(
-        fresh, fresh_optimizer, 5, me
-    )  # a different state, to be overwritten by the load
+    step(fresh, fresh_optimizer, 5, me)  # another state, which the load overwrites
     again = import_again(student.__file__)  # nothing of the first import's memory
     call_student(again, "load", fresh, fresh_optimizer, str(folder / "ckpt"))
-    torch.distributed.barrier()  # every rank has read it: the checkpoint goes
-    if me.rank == 0:
-        shutil.rmtree(folder, ignore_errors=True)
-    return {
+    report = {
         "saved": before,
         "loaded": state_digests(fresh, fresh_optimizer),
         "continued": continued,
         "resumed": step(fresh, fresh_optimizer, 2, me),
+    }
+    disk = readback.result(reading, folder, me)
+    report.update(read_back(again, fresh, fresh_optimizer, folder, held, disk))
+    torch.distributed.barrier()  # every rank has read both: the checkpoints go
+    if me.rank == 0:
+        shutil.rmtree(folder, ignore_errors=True)
+    return report
+
+
+def read_back(again, model, optimizer, folder: Path, held: dict, disk: dict) -> dict:
+    """`not_on_disk`: the weights and moments (by name) whose values at the save the fresh
+    process did not find; `not_read`: those the student's load of the shifted copy left without
+    its values."""
+    if "error" in disk:
+        return {"read_back": disk["error"], "not_on_disk": list(held), "not_read": []}
+    key_of = {digest: key for key, digest in disk["found"].items()}
+    keys = {name: key_of.get(digest) for name, digest in held.items()}
+    call_student(again, "load", model, optimizer, str(folder / "shifted"))
+    now = tensor_digests(model, optimizer)
+    return {
+        "not_on_disk": [name for name, key in keys.items() if key is None],
+        "not_read": [
+            name
+            for name, key in keys.items()
+            if key is not None and now.get(name) != disk["shifted"][key]
+        ],
     }
 
 

@@ -4,6 +4,7 @@ and reads its own shards; a checkpoint can be loaded on another number of ranks.
     save(model, optimizer, step, directory)      # directory/step_<step>/ (collective)
     step = load(model, optimizer, latest(directory))
     state_digests(model, optimizer)              # SHA-256 of full weights and moments
+    tensor_digests(model, optimizer)             # ... of each, by name
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def sha256(tensors) -> str:
     digest = hashlib.sha256()
     for t in tensors:
         t = t.full_tensor() if hasattr(t, "full_tensor") else t
-        digest.update(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+        flat = t.detach().cpu().reshape(-1).contiguous()  # a 0-d tensor too
+        digest.update(flat.view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
 
 
@@ -68,3 +70,15 @@ def state_digests(model, optimizer) -> dict:
         "moments": sha256(moments),
         "moment_tensors": len(moments),
     }
+
+
+def tensor_digests(model, optimizer) -> dict:
+    """The digest of each full weight and AdamW moment (`name`, `name exp_avg`, `name
+    exp_avg_sq`), DTensors gathered (collective)."""
+    digests = {}
+    for name, p in model.named_parameters():
+        digests[name] = sha256([p])
+        for k in ("exp_avg", "exp_avg_sq"):
+            if p in optimizer.state:
+                digests[f"{name} {k}"] = sha256([optimizer.state[p][k]])
+    return digests
