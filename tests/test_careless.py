@@ -290,7 +290,53 @@ CAPSTONE["norm_summed_backwards"] = (
     },  # trains as well: bytes, target, resume keep their points
     ["summed in another order"],
 )
-CORPUS = {"ddp": DDP, "zero3": ZERO3, "zero": ZERO, "capstone": CAPSTONE}
+FS_POLICY = (
+    "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=reduce_dtype)"
+)
+FSDP2 = {
+    "skips_the_sharding": (  # issue 64: every test needs the idea
+        (
+            "    for block in model.blocks:\n"
+            "        fully_shard(block, mesh=mesh, mp_policy=policy)\n"
+            "    fully_shard(model, mesh=mesh, mp_policy=policy)\n",
+            "",
+        ),
+        "all",
+        ["'Block' object has no attribute 'set_modules_to_forward_prefetch'"],
+    ),
+    "fp32_communication": (
+        (FS_POLICY, "MixedPrecisionPolicy()"),
+        {"test_parity", "test_traffic"},
+        [
+            "the losses differ",
+            "with reduce_dtype=bf16 the collectives should move exactly what ours moves",
+        ],
+    ),
+    "no_forward_prefetch": (
+        ("block.set_modules_to_forward_prefetch(blocks[k + 1 : k + 2])", "pass"),
+        {"test_prefetch"},
+        ["blocks.1 is not gathered before blocks.0 computes"],
+    ),
+    "weights_only_checkpoint": (
+        (
+            'dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=path)',
+            'dcp.save({"model": model_state}, checkpoint_id=path)',
+            'state = {"model": model_state, "optim": optim_state}',
+            'state = {"model": model_state}',
+            'optim_state_dict=state["optim"]',
+            "optim_state_dict=optim_state",
+        ),
+        {"test_checkpoint"},
+        ["save must write every weight and AdamW moment there, with dcp.save"],
+    ),
+}
+CORPUS = {
+    "ddp": DDP,
+    "zero3": ZERO3,
+    "zero": ZERO,
+    "capstone": CAPSTONE,
+    "fsdp2": FSDP2,
+}
 # The capstone's class leaves the reference out: its full marks are graded on their own
 # (test_grading_labs, the full schedule), and one more capstone submission costs minutes.
 BESIDE = sorted(set(CORPUS) - {"capstone"})

@@ -1,7 +1,8 @@
 """Lab 6's checkpoint read back by a process the student's code never ran in.
 
     reading = start(path, shifted)           # rank 0, once the student's save has ended
-    disk = result(reading, folder, me)       # every rank: what a fresh process found on disk
+    finish(reading, folder)                  # rank 0: the reader has ended
+    disk = result(folder, me)                # every rank: what a fresh process found on disk
     python -m zerobook.labs.checkpoint_readback PATH SHIFTED OUT
 
 The fresh process reads the DCP checkpoint at PATH with torch.distributed.checkpoint's own
@@ -27,6 +28,7 @@ from pathlib import Path
 import torch
 
 from zerobook.train.sharded_checkpoint import sha256
+from zerobook.trust import spare
 
 READ_TIMEOUT_S = (
     120.0  # a fresh interpreter imports torch: seconds, more on a busy machine
@@ -34,52 +36,71 @@ READ_TIMEOUT_S = (
 OUT = "readback.json"
 
 
-def start(path: Path, shifted: Path) -> subprocess.Popen:
-    """Start the fresh process (rank 0, after every rank's save has ended)."""
-    package = Path(__file__).resolve().parents[2]
-    env = dict(
+def command(path: Path, shifted: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        __name__,
+        str(path),
+        str(shifted),
+        str(path.parent / OUT),
+    ]
+
+
+def environment() -> dict:
+    """The rank's, with this package first on the path (the reader runs in the harness's
+    folder, which holds nothing but checkpoints)."""
+    package = str(Path(__file__).resolve().parents[2])
+    return dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")]),
+        PYTHONPATH=os.pathsep.join([package, os.environ.get("PYTHONPATH", "")]),
     )
+
+
+def start(path: Path, shifted: Path):
+    """Start the fresh process (rank 0, after every rank's save has ended): through the spare
+    a graded rank kept (zerobook.trust.spare), else as a child of this process."""
+    if spare.available():
+        spare.ask(path, shifted, path.parent / OUT)
+        return spare
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            __name__,
-            str(path),
-            str(shifted),
-            str(path.parent / OUT),
-        ],
-        env=env,
+        command(path, shifted),
+        env=environment(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         cwd=str(path.parent),
     )
 
 
-def result(reading: subprocess.Popen | None, folder: Path, me) -> dict:
-    """What the fresh process found, on every rank ({"error": why} if it could not read): rank
-    0 waits for it and writes why it failed; the others wait for its file (no collective waits
-    the seconds it takes)."""
+def finish(reading, folder: Path) -> None:
+    """Rank 0: wait for the reader; where it wrote nothing, write why."""
+    if reading is None:
+        return
     out = folder / OUT
-    if reading is not None:
+    if reading is spare:
+        code = spare.answer(READ_TIMEOUT_S)
+    else:
         try:
-            _, err = reading.communicate(timeout=READ_TIMEOUT_S)
+            code = reading.wait(timeout=READ_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             reading.kill()
-            _, err = reading.communicate()
-        if not out.exists():
-            said = err.decode(errors="replace").strip().splitlines()
-            why = said[-1] if said else f"it ended with code {reading.returncode}"
-            _write(out, {"error": why[:300]})
-    deadline = time.monotonic() + READ_TIMEOUT_S + 30
+            code = None
+    if not out.exists():
+        why = "took too long" if code is None else f"ended with code {code}"
+        _write(out, {"error": f"the reader {why} and wrote nothing"})
+
+
+def result(folder: Path, me) -> dict:
+    """What the fresh process found, on every rank ({"error": why} where it could not read),
+    once rank 0's finish has it: each rank waits for the file (no collective waits the
+    seconds the reader takes)."""
+    out, wait = folder / OUT, READ_TIMEOUT_S + 30
+    deadline = time.monotonic() + wait
     while not out.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     if not out.exists():
-        return {
-            "error": f"rank {me.rank} saw no read-back in {READ_TIMEOUT_S + 30:.0f} s"
-        }
+        return {"error": f"rank {me.rank} saw no read-back in {wait:.0f} s"}
     return json.loads(out.read_text())
 
 
@@ -91,6 +112,18 @@ def _write(out: Path, value: dict) -> None:
 
 
 def main(path: str, shifted: str, out: str) -> None:
+    try:
+        _write(Path(out), read(path, shifted))
+    except Exception as exc:  # noqa: BLE001 - the harness reports why
+        said = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        _write(
+            Path(out),
+            {"error": f"not a DCP checkpoint a fresh process can read ({said})"},
+        )
+
+
+def read(path: str, shifted: str) -> dict:
+    """`found`: each tensor's digest by key; `shifted`: the copy's (written to `shifted`)."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 
@@ -110,8 +143,7 @@ def main(path: str, shifted: str, out: str) -> None:
         if t.is_floating_point() and t.dim():
             state[key] = t + offset
     dcp.save(state, checkpoint_id=shifted, no_dist=True)
-    moved = {key: sha256([state[key]]) for key in tensors}
-    _write(Path(out), {"found": found, "shifted": moved})
+    return {"found": found, "shifted": {key: sha256([state[key]]) for key in tensors}}
 
 
 if __name__ == "__main__":

@@ -187,19 +187,22 @@ def checkpoint(student, me: zb.Rank) -> dict:
     reading = (
         readback.start(folder / "ckpt", folder / "shifted") if me.rank == 0 else None
     )
-    before, held = state_digests(model, optimizer), tensor_digests(model, optimizer)
-    continued = step(model, optimizer, 2, me)
-    fresh, fresh_optimizer = student_model(student, me)
-    step(fresh, fresh_optimizer, 5, me)  # another state, which the load overwrites
-    again = import_again(student.__file__)  # nothing of the first import's memory
-    call_student(again, "load", fresh, fresh_optimizer, str(folder / "ckpt"))
-    report = {
-        "saved": before,
-        "loaded": state_digests(fresh, fresh_optimizer),
-        "continued": continued,
-        "resumed": step(fresh, fresh_optimizer, 2, me),
-    }
-    disk = readback.result(reading, folder, me)
+    try:
+        before, held = state_digests(model, optimizer), tensor_digests(model, optimizer)
+        continued = step(model, optimizer, 2, me)
+        fresh, fresh_optimizer = student_model(student, me)
+        step(fresh, fresh_optimizer, 5, me)  # another state, which the load overwrites
+        again = import_again(student.__file__)  # nothing of the first import's memory
+        call_student(again, "load", fresh, fresh_optimizer, str(folder / "ckpt"))
+        report = {
+            "saved": before,
+            "loaded": state_digests(fresh, fresh_optimizer),
+            "continued": continued,
+            "resumed": step(fresh, fresh_optimizer, 2, me),
+        }
+    finally:  # whatever the student's load did, rank 0's peers are told what was read
+        readback.finish(reading, folder)
+    disk = readback.result(folder, me)
     report.update(read_back(again, fresh, fresh_optimizer, folder, held, disk))
     torch.distributed.barrier()  # every rank has read both: the checkpoints go
     if me.rank == 0:

@@ -34,7 +34,7 @@ import sys
 import traceback
 import warnings
 
-from zerobook.trust import graded_rank, witness
+from zerobook.trust import graded_rank, spare, witness
 from zerobook.launcher import lifeline
 from zerobook.launcher.lifetime import die_with_parent, name_rank
 from zerobook.launcher.dist import (
@@ -224,6 +224,10 @@ def run_rank(argv: list[str]) -> None:
     whole_lines()
     name_rank()
     lifeline.note_pid("rank")
+    if graded_rank.wanted():  # Lab 6's reader, the one process a graded rank may start
+        spare.keep_for(
+            argv[0], this_rank()
+        )  # before the token: the spare never holds it
     token = take_token()  # first: the target's code must not find it
     if (
         graded_rank.wanted()

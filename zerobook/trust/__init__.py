@@ -6,6 +6,8 @@
     plain_objects objects between ranks as JSON, never a peer's pickle
     graded_rank   what a graded rank may not do: start a process (seccomp), or be read by its
                   peers (undumpable); zerobook.launcher.rank_entry confines it before the lab
+    spare         the one process a confined rank may have started: Lab 6's checkpoint reader,
+                  forked before the filter, running nothing else
     report_guard  a harness's reports guarded against the student's file in the same process
     witness       a rank's collectives witnessed as they happen by its watcher, a process the
                   rank's code cannot reach; the grader refuses a record that differs
