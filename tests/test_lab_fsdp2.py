@@ -6,6 +6,7 @@ import pytest
 
 import zerobook as zb
 from lab_helpers import lab_solution, planted
+from test_careless import FSDP2
 from zerobook.labs.fsdp2 import CONFIG
 from zerobook.train.models import GPT
 
@@ -50,17 +51,8 @@ def test_fsdp2_checkpoint_read_back_by_a_fresh_process(tmp_path):
     (tmp_path / "on_the_model").mkdir()
     on_the_model = tmp_path / "on_the_model" / "fsdp2_student.py"
     on_the_model.write_text(forged.read_text())
-    weights_only = planted(
-        tmp_path,
-        "fsdp2",
-        "weights_only",
-        'dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=path)',
-        'dcp.save({"model": model_state}, checkpoint_id=path)',
-        'state = {"model": model_state, "optim": optim_state}',
-        'state = {"model": model_state}',
-        'optim_state_dict=state["optim"]',
-        "optim_state_dict=optim_state",
-    )
+    pairs = FSDP2["weights_only_checkpoint"][0]  # the careless class's (save and load)
+    weights_only = planted(tmp_path, "fsdp2", "weights_only", *pairs)
     weights = [name for name, _ in GPT(CONFIG).named_parameters()]
     moments = [f"{name} {k}" for name in weights for k in ("exp_avg", "exp_avg_sq")]
     kept = zb.grading.run_part("fsdp2", str(on_the_model), "checkpoint", nproc=2)
