@@ -330,7 +330,107 @@ FSDP2 = {
         ["save must write every weight and AdamW moment there, with dcp.save"],
     ),
 }
+RING_SECOND = """    for step in range(world_size - 1):
+        exchange(
+            parts[(rank + 1 - step) % world_size], parts[(rank - step) % world_size]
+        )
+"""
+RING = {
+    "skips_the_communication": (  # issue 64: every test needs the idea
+        (
+            "    for step in range(world_size - 1):\n        send, recv",
+            "    tensor.mul_(world_size)\n    for step in range(0):\n        send, recv",
+            RING_SECOND,
+            "",
+        ),
+        "all",
+        ["differs from dist.all_reduce for", "sent 0 bytes, a ring sends"],
+    ),
+    "no_all_gather_half": (
+        (RING_SECOND, ""),
+        "all",
+        ["differs from dist.all_reduce for"],
+    ),
+    "through_rank_0": (  # all-reduce's job done another way: correct, not a ring's bytes
+        (
+            "    for step in range(world_size - 1):\n        send, recv",
+            "    if rank:\n"
+            "        dist.send(tensor, 0)\n"
+            "        dist.recv(tensor, 0)\n"
+            "    else:\n"
+            "        for peer in range(1, world_size):\n"
+            "            other = torch.empty_like(tensor)\n"
+            "            dist.recv(other, peer)\n"
+            "            tensor.add_(other)\n"
+            "        for peer in range(1, world_size):\n"
+            "            dist.send(tensor, peer)\n"
+            "    for step in range(0):\n        send, recv",
+            RING_SECOND,
+            "",
+        ),
+        {"test_bytes"},
+        ["a ring sends"],
+    ),
+}
+ZOO_SKIP = "        if bad.item():\n"
+ZOO = {
+    "skips_when_every_rank_overflowed": (
+        (ZOO_SKIP, "        if bad.item() == dist.get_world_size():\n"),
+        {"test_skip"},
+        ["holds NaN or inf: a step ran on a loss that was not finite"],
+    ),
+    "seed_per_rank": (  # the replicas' bug left in: each rank's idea of the model its own
+        (
+            "    torch.manual_seed(seed)  # the same on every rank: the replicas start equal\n",
+            "    torch.manual_seed(seed + dist.get_rank())\n",
+        ),
+        {"test_replicas"},
+        ["the replicas ended apart"],
+    ),
+}
+ZPP_GATHER = (
+    "    dist.all_gather_into_tensor(all_codes, codes, group=group)\n"
+    "    dist.all_gather_into_tensor(all_scales, scales, group=group)\n"
+    "    pieces = zip(all_codes.chunk(n), all_scales.chunk(n))\n"
+    "    return torch.cat([dequantize(c, s, shard.numel(), shard.dtype) for c, s in pieces])\n"
+)
+ZEROPP = {
+    "gathers_the_shard_itself": (  # issue 64: every test needs the idea
+        (
+            ZPP_GATHER,
+            "    full = shard.new_empty(n * shard.numel())\n"
+            "    dist.all_gather_into_tensor(full, shard, group=group)\n"
+            "    return full\n",
+        ),
+        {"test_gather_bytes", "test_gather", "test_train"},
+        [
+            "two bytes an element: quantize before you send",
+            "every rank's piece is its shard, bit for bit: nothing was quantized",
+            "your training's loss is ZeRO-3's at every step, bit for bit",
+        ],
+    ),
+    "piece_a_view": (
+        (
+            "    return full.view(g, -1)[i].clone()\n",
+            "    return full.view(g, -1)[i]\n",
+        ),
+        {"test_secondary", "test_train"},  # the training keeps the pieces too
+        ["a view keeps all of `full` alive; keep a copy (.clone())"],
+    ),
+    "scale_without_levels": (
+        ("largest / LEVELS)", "largest)"),
+        {
+            "test_quantizer",
+            "test_gather",
+            "test_train",
+        },  # bytes and the node's pieces kept
+        ["more than its bound"],
+    ),
+}
 CORPUS = {
+    "ring_allreduce": RING,
+    "bug_zoo": ZOO,
+    "zeropp": ZEROPP,
     "ddp": DDP,
     "zero3": ZERO3,
     "zero": ZERO,

@@ -49,7 +49,8 @@ ZEROPP_MISTAKES = {  # name -> (old, new, the checks that fail, (a check, what i
     "one_scale": (SCALES, "largest = rows.abs().max().expand(len(rows))",
                   {"quantizer", "gather"}, ("quantizer", "each block has its own scale")),
     "sends_bf16": (GATHER, GATHER.replace("    codes,", "    full = shard.new_empty(n * shard.numel())\n    dist.all_gather_into_tensor(full, shard, group=group)\n    return full\n    codes,"),
-                   {"gather_bytes"}, ("gather_bytes", "its bf16 values, two bytes an element")),
+                   {"gather_bytes", "gather", "train"},  # what needs the idea (issue 64)
+                   ("gather_bytes", "its bf16 values, two bytes an element")),
     "own_scales": (PIECES, "pieces = zip(all_codes.chunk(n), [scales] * n)", {"gather", "train"},
                    ("gather", "dequantize each rank's codes with that rank's scales")),
     "float_codes": (CODES, CODES.replace(".to(torch.int8)", ""), {"quantizer", "gather_bytes"},

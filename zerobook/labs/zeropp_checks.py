@@ -153,15 +153,14 @@ def check_gather_bytes(report) -> list[str]:
 def check_gather_values(report) -> list[str]:
     """Every rank's piece of the gathered weights within its bound of that rank's shard (half a
     step, and the cast to bf16)."""
-    g, n, size, block = (
-        report["gather"],
-        report["world_size"],
-        report["size"],
-        report["block"],
-    )
+    g, n, size, block = (report[k] for k in ("gather", "world_size", "size", "block"))
     if g["full"].get("dtype") != "bfloat16" or g["full"].get("numel") != n * size:
         return [f"quantized_all_gather returned {g['full']}: the {n} shards of {size} "
                 "elements, concatenated, in the shard's dtype (bfloat16)"]  # fmt: skip
+    if not any(b["error"] for piece in g["pieces"] for b in piece):  # needs the idea
+        return ["every rank's piece is its shard, bit for bit: nothing was quantized (a "
+                "block's values round by up to half a step): send quantize's codes and "
+                "scales, and dequantize them"]  # fmt: skip
     bound = lambda m: m / 254 * FP32 + m * BF16_ROUNDING  # noqa: E731
     bad = {r: over for r, p in enumerate(g["pieces"]) if (over := first_over(p, bound))}
     if not bad:
@@ -254,6 +253,9 @@ def check_train(report) -> list[str]:
     gaps = [abs(a - b) for a, b in zip(yours, zero3)]
     found = []
     step = max(range(len(gaps)), key=gaps.__getitem__)
+    if yours == zero3:  # needs the idea: quantized weights train a little differently
+        found.append("your training's loss is ZeRO-3's at every step, bit for bit: forward's "
+                     "weights were gathered unquantized; send quantize's codes and scales")  # fmt: skip
     if gaps[step] > margin:
         why = (
             "the weights your quantized gather gave forward were further from the shards than "
