@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from zerobook.train.sharded_checkpoint import sha256
-from zerobook.trust import spare
+from zerobook.trust import graded_rank, spare
 
 READ_TIMEOUT_S = (
     120.0  # a fresh interpreter imports torch: seconds, more on a busy machine
@@ -112,6 +112,12 @@ def _write(out: Path, value: dict) -> None:
 
 
 def main(path: str, shifted: str, out: str) -> None:
+    """The fresh process. It unpickles what the student's save wrote (DCP's metadata and its
+    non-tensor entries), so in a graded run it is confined as a graded rank is first: no new
+    process (zerobook.trust.graded_rank)."""
+    if graded_rank.wanted() and graded_rank.confine():
+        _write(Path(out), {"error": "the reader could not be confined"})
+        return
     try:
         _write(Path(out), read(path, shifted))
     except Exception as exc:  # noqa: BLE001 - the harness reports why
