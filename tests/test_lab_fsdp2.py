@@ -42,27 +42,55 @@ def test_fsdp2_checkpoint_kept_in_memory_is_not_found(tmp_path):
         zb.grading.run_part("fsdp2", str(student), "checkpoint", nproc=2, echo=False)
 
 
+FORGED = (
+    Path(__file__).parent / "forgeries" / "checkpoint"
+)  # our red team's, 2026-12-07
+WEIGHTS = [name for name, _ in GPT(CONFIG).named_parameters()]
+MOMENTS = [f"{name} {k}" for name in WEIGHTS for k in ("exp_avg", "exp_avg_sq")]
+
+
+def checkpoint_of(student: str):
+    return zb.grading.run_part("fsdp2", student, "checkpoint", nproc=2, echo=False)
+
+
+def forged(tmp_path, name: str) -> str:
+    student = tmp_path / name / "fsdp2_student.py"
+    student.parent.mkdir()
+    student.write_text((FORGED / f"{name}.py").read_text())
+    return str(student)
+
+
+@pytest.mark.parametrize(
+    "attack", ["copy_hung_on_the_model", "int_views_on_the_model", "one_offset_read"]
+)
+def test_a_load_that_takes_a_copy_hung_on_the_model_finds_none(tmp_path, attack):
+    """Our red team's loads that never read the disk: each took a copy the first import hung
+    on every model through shard() (one beside int32 views of every tensor, same bytes and so
+    the same digests; one reading a single tensor of the shifted copy for its offset). Each
+    model is now built by the import that loads it, which holds no copy."""
+    with pytest.raises(zb.LaunchError, match=r"in load: .*(AttributeError|KeyError)"):
+        checkpoint_of(forged(tmp_path, attack))
+
+
 def test_fsdp2_checkpoint_read_back_by_a_fresh_process(tmp_path):
     """A fresh process reads what save wrote (zerobook.labs.checkpoint_readback): a save of the
-    weights alone leaves the moments off the disk, named; a load that takes a copy kept on the
-    model (our red team's: the first import's global, hung on each model by shard) passes the
-    round trip but does not restore the shifted copy, which no process held."""
-    forged = Path(__file__).parent / "forgeries" / "fsdp2_checkpoint_on_the_model.py"
-    (tmp_path / "on_the_model").mkdir()
-    on_the_model = tmp_path / "on_the_model" / "fsdp2_student.py"
-    on_the_model.write_text(forged.read_text())
+    weights alone leaves the moments off the disk; a load of the weights alone leaves the
+    shifted copy's moments unread; int32 copies beside an honest checkpoint count for nothing
+    (our red team's: their digests matched, never shifted, so an honest load failed), and a
+    load that kept its first checkpoint for the second is a fresh import's each time: both pass."""
     pairs = FSDP2["weights_only_checkpoint"][0]  # the careless class's (save and load)
-    weights_only = planted(tmp_path, "fsdp2", "weights_only", *pairs)
-    weights = [name for name, _ in GPT(CONFIG).named_parameters()]
-    moments = [f"{name} {k}" for name in weights for k in ("exp_avg", "exp_avg_sq")]
-    kept = zb.grading.run_part("fsdp2", str(on_the_model), "checkpoint", nproc=2)
-    for report in kept.ranks:
-        assert report["loaded"] == report["saved"] and not report["not_on_disk"]
-        assert sorted(report["not_read"]) == sorted(weights + moments)
-    alone = zb.grading.run_part("fsdp2", weights_only, "checkpoint", nproc=2)
-    for report in alone.ranks:
-        assert sorted(report["not_on_disk"]) == sorted(moments)
+    for report in checkpoint_of(planted(tmp_path, "fsdp2", "saves", *pairs)).ranks:
+        assert sorted(report["not_on_disk"]) == sorted(MOMENTS)
         assert report["not_read"] == [] and report["loaded"] != report["saved"]
+    for report in checkpoint_of(planted(tmp_path, "fsdp2", "loads", *pairs[2:])).ranks:
+        assert report["not_on_disk"] == [] and sorted(report["not_read"]) == sorted(
+            MOMENTS
+        )
+        assert report["loaded"] != report["saved"]
+    honest = checkpoint_of(forged(tmp_path, "int_copies_kept_between_loads"))
+    for report in honest.ranks:
+        assert report["not_on_disk"] == report["not_read"] == []
+        assert report["loaded"] == report["saved"]
 
 
 def test_fsdp2_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):

@@ -217,6 +217,19 @@ REFUSED = [
         "singledispatch",
     ),
     ("rules", "from . import x", "ddp", "a relative import"),
+    (  # our red team's (2026-12-07): Lab 6's reader unpickled it and ran torch.save
+        "reader",
+        "import torch\nclass Note:\n    def __reduce__(self):\n"
+        "        return (torch.save, (torch.arange(3), 'x.pt'))\n",
+        "fsdp2",
+        "def __reduce__: Python or torch calls it behind the code that holds the object",
+    ),
+    (
+        "reader",
+        "class Late:\n    def __del__(self):\n        pass\n",
+        "zero3",
+        "def __del__:",
+    ),
 ]
 
 

@@ -11,9 +11,12 @@ together), by its key. It reports the SHA-256 of each (`found`), and writes SHIF
 checkpoint, key for key, each floating-point tensor plus a random offset drawn there (`shifted`:
 their digests). The harness then asks (zerobook.labs.fsdp2.checkpoint) whether every weight and
 AdamW moment the model held at the save is among `found` (save wrote it to disk), and whether the
-student's load of SHIFTED restores those values (load reads the disk: no process held them, so
-nothing kept in memory, on the model or elsewhere, can give them back). 0-d tensors (AdamW's step)
-and every other entry are copied as they are.
+student's load of SHIFTED restores those values (load reads the disk: no process held them, and
+each tensor has its own offset, so nothing kept in memory, on the model or elsewhere, can give
+them back, nor one tensor read tell the others). Only floating-point tensors of one dimension or
+more count (an integer view of a weight is not its checkpoint); 0-d tensors (AdamW's step) and
+every other entry are copied as they are, the other entries as the bytes the save wrote (never
+unpickled here).
 """
 
 from __future__ import annotations
@@ -129,9 +132,34 @@ def main(path: str, shifted: str, out: str) -> None:
 
 
 def read(path: str, shifted: str) -> dict:
-    """`found`: each tensor's digest by key; `shifted`: the copy's (written to `shifted`)."""
+    """`found`: the digest of each floating-point tensor (of one dimension or more) by key;
+    `shifted`: the copy's, each such tensor plus an offset of its own (written to `shifted`).
+    Other tensors are copied as they are and count for nothing; other entries are copied as
+    the bytes the save wrote, never unpickled here."""
+    import io
+
     import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.default_planner import (
+        DefaultLoadPlanner,
+        DefaultSavePlanner,
+    )
     from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+    class RawBytes(
+        DefaultLoadPlanner
+    ):  # an entry's bytes as they are (torch.load'd: never)
+        def load_bytes(self, read_item, value) -> None:
+            self.original_state_dict[read_item.dest_index.fqn] = io.BytesIO(
+                value.read()
+            )
+
+    class AsRead(
+        DefaultSavePlanner
+    ):  # ... and written back as they are (torch.save'd: never)
+        def transform_object(self, write_item, value):
+            if isinstance(value, io.BytesIO):
+                return io.BytesIO(value.getvalue())
+            return super().transform_object(write_item, value)
 
     reader = dcp.FileSystemReader(path)
     entries = reader.read_metadata().state_dict_metadata
@@ -141,15 +169,22 @@ def read(path: str, shifted: str) -> dict:
         else None
         for key, m in entries.items()
     }
-    dcp.load(state, storage_reader=reader, no_dist=True)
-    tensors = {k: t for k, t in state.items() if torch.is_tensor(t)}
-    found = {key: sha256([t]) for key, t in tensors.items()}
-    offset = 1.0 + int.from_bytes(os.urandom(2), "big") / 65536  # in [1, 2), never told
-    for key, t in tensors.items():
-        if t.is_floating_point() and t.dim():
-            state[key] = t + offset
-    dcp.save(state, checkpoint_id=shifted, no_dist=True)
-    return {"found": found, "shifted": {key: sha256([state[key]]) for key in tensors}}
+    dcp.load(
+        state,
+        storage_reader=reader,
+        planner=RawBytes(flatten_state_dict=False),
+        no_dist=True,
+    )
+    moved = {
+        k: t
+        for k, t in state.items()
+        if torch.is_tensor(t) and t.is_floating_point() and t.dim()
+    }
+    found = {key: sha256([t]) for key, t in moved.items()}
+    for key, t in moved.items():  # an offset in [1, 2) each, never told
+        state[key] = t + (1.0 + int.from_bytes(os.urandom(2), "big") / 65536)
+    dcp.save(state, checkpoint_id=shifted, planner=AsRead(), no_dist=True)
+    return {"found": found, "shifted": {key: sha256([state[key]]) for key in moved}}
 
 
 if __name__ == "__main__":

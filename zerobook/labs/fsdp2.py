@@ -190,9 +190,9 @@ def checkpoint(student, me: zb.Rank) -> dict:
     try:
         before, held = state_digests(model, optimizer), tensor_digests(model, optimizer)
         continued = step(model, optimizer, 2, me)
-        fresh, fresh_optimizer = student_model(student, me)
+        again = import_again(student.__file__)  # nothing of the first import's memory,
+        fresh, fresh_optimizer = student_model(again, me)  # nor on the model it shards
         step(fresh, fresh_optimizer, 5, me)  # another state, which the load overwrites
-        again = import_again(student.__file__)  # nothing of the first import's memory
         call_student(again, "load", fresh, fresh_optimizer, str(folder / "ckpt"))
         report = {
             "saved": before,
@@ -203,29 +203,34 @@ def checkpoint(student, me: zb.Rank) -> dict:
     finally:  # whatever the student's load did, rank 0's peers are told what was read
         readback.finish(reading, folder)
     disk = readback.result(folder, me)
-    report.update(read_back(again, fresh, fresh_optimizer, folder, held, disk))
+    report.update(read_back(student.__file__, folder, held, disk, me))
     torch.distributed.barrier()  # every rank has read both: the checkpoints go
     if me.rank == 0:
         shutil.rmtree(folder, ignore_errors=True)
     return report
 
 
-def read_back(again, model, optimizer, folder: Path, held: dict, disk: dict) -> dict:
+def read_back(path: str, folder: Path, held: dict, disk: dict, me: zb.Rank) -> dict:
     """`not_on_disk`: the weights and moments (by name) whose values at the save the fresh
-    process did not find; `not_read`: those the student's load of the shifted copy left without
-    its values."""
+    process did not find; `not_read`: those that a third import's load of the shifted copy,
+    into a model of its own, left without their values."""
     if "error" in disk:
         return {"read_back": disk["error"], "not_on_disk": list(held), "not_read": []}
-    key_of = {digest: key for key, digest in disk["found"].items()}
-    keys = {name: key_of.get(digest) for name, digest in held.items()}
-    call_student(again, "load", model, optimizer, str(folder / "shifted"))
+    keys = {  # every key holding the name's values (a file may save a tensor twice)
+        name: [k for k, found in disk["found"].items() if found == digest]
+        for name, digest in held.items()
+    }
+    third = import_again(path, "student_third")
+    model, optimizer = student_model(third, me)
+    step(model, optimizer, 5, me)
+    call_student(third, "load", model, optimizer, str(folder / "shifted"))
     now = tensor_digests(model, optimizer)
     return {
-        "not_on_disk": [name for name, key in keys.items() if key is None],
+        "not_on_disk": [name for name, found in keys.items() if not found],
         "not_read": [
             name
-            for name, key in keys.items()
-            if key is not None and now.get(name) != disk["shifted"][key]
+            for name, found in keys.items()
+            if found and now.get(name) not in {disk["shifted"][k] for k in found}
         ],
     }
 

@@ -34,6 +34,13 @@ from __future__ import annotations
 
 # names Python's syntax uses that are not a library's inside
 OWN_DUNDERS = {"__name__", "__init__"}
+# the special methods a file's class may define: the protocols a solution uses, none that
+# Python or torch calls behind the code holding the object (pickling: a checkpoint's reader
+# unpickles; finalizing; attribute lookup; __torch_function__)
+OWN_METHODS = {
+    "__init__", "__call__", "__len__", "__iter__", "__next__", "__getitem__", "__enter__",
+    "__exit__", "__repr__", "__str__",
+}  # fmt: skip
 # builtins that reach around the rules: by name, by text, or into the process
 # (getattr, setattr, delattr and hasattr are given guarded: zerobook.trust.restricted)
 REFUSED_BUILTINS = {
@@ -157,11 +164,13 @@ def rules_text(lab: str) -> str:
     whole = set().union(*(names for _, names in groups if names <= dist))
     offered += [f"`{n}`" for n in sorted(dist - DIST_BASE - whole)]
     modules = ", ".join(f"`{m}`" for m in modules_text(lab).split(", "))
+    *rest, last = [f"`{m}`" for m in sorted(OWN_METHODS)]
+    methods = f"{', '.join(rest)} and {last}"
     return (
         "**The rules for your file.** The grader imports it under an allow-list. It may "
         f"import {modules}. Of `torch.distributed` it may use {', '.join(offered)}, "
         "`get_rank` and `get_world_size`. Anything else is refused before your file runs, "
         "naming the line, and every part scores 0: another module, a name or attribute "
-        "that starts with `_` (your own names and objects excepted), `eval`, `exec`, `open`, "
-        "a frame."
+        "that starts with `_` (your own names and objects excepted; of the special methods "
+        f"a class may define {methods}), `eval`, `exec`, `open`, a frame."
     )

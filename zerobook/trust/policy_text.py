@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from zerobook.trust.policy import (
     OWN_DUNDERS,
+    OWN_METHODS,
     REFUSED_ATTRIBUTES,
     REFUSED_BUILTINS,
     allows,
@@ -144,6 +145,11 @@ def _problems(node, lab: str, own=frozenset()) -> list[str]:
         return _attribute_problems(node)
     if isinstance(node, ast.Match):  # `case object(__globals__=g)` reads any attribute
         return ["match/case reads attributes by name, past these rules: use if/elif"]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+        node.name.startswith("__") and node.name not in OWN_METHODS
+    ):
+        return [f"def {node.name}: Python or torch calls it behind the code that holds the "
+                f"object; a class may define {', '.join(sorted(OWN_METHODS))}"]  # fmt: skip
     if isinstance(node, ast.Call) and _is_call_of(node, "type") and len(node.args) > 1:
         return [
             "type() with a dict of attributes writes names past these rules: use class"
