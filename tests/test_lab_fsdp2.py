@@ -72,6 +72,23 @@ def test_a_load_that_takes_a_copy_hung_on_the_model_finds_none(tmp_path, attack)
         checkpoint_of(forged(tmp_path, attack))
 
 
+@pytest.mark.parametrize(
+    "attack", ["save_rewrites_to_absorb_the_shift", "no_step_counts"]
+)
+def test_a_checkpoint_that_is_not_what_training_left_fails_the_round_trip(
+    tmp_path, attack
+):
+    """Our second red team's: a save that rewrote the model to values an offset rounds back to
+    (digests are now taken before the save, and the shifted copy holds fresh random values),
+    and a checkpoint without AdamW's step counts (now in the state digests)."""
+    for report in checkpoint_of(forged(tmp_path, attack)).ranks:
+        assert report["loaded"] != report["saved"]
+        if attack == "save_rewrites_to_absorb_the_shift":
+            assert sorted(report["not_on_disk"]) == sorted(WEIGHTS + MOMENTS)
+        else:
+            assert report["loaded"]["steps"] != report["saved"]["steps"]
+
+
 def test_fsdp2_checkpoint_read_back_by_a_fresh_process(tmp_path):
     """A fresh process reads what save wrote (zerobook.labs.checkpoint_readback): a save of the
     weights alone leaves the moments off the disk; a load of the weights alone leaves the

@@ -8,15 +8,16 @@
 The fresh process reads the DCP checkpoint at PATH with torch.distributed.checkpoint's own
 FileSystemReader and no process group: every tensor it holds, whole (every rank's shards put
 together), by its key. It reports the SHA-256 of each (`found`), and writes SHIFTED: the same
-checkpoint, key for key, each floating-point tensor plus a random offset drawn there (`shifted`:
-their digests). The harness then asks (zerobook.labs.fsdp2.checkpoint) whether every weight and
-AdamW moment the model held at the save is among `found` (save wrote it to disk), and whether the
-student's load of SHIFTED restores those values (load reads the disk: no process held them, and
-each tensor has its own offset, so nothing kept in memory, on the model or elsewhere, can give
-them back, nor one tensor read tell the others). Only floating-point tensors of one dimension or
-more count (an integer view of a weight is not its checkpoint); 0-d tensors (AdamW's step) and
-every other entry are copied as they are, the other entries as the bytes the save wrote (never
-unpickled here).
+checkpoint, key for key, each floating-point tensor replaced by random values in [1, 2) drawn
+there (`shifted`: their digests). The harness then asks (zerobook.labs.fsdp2.checkpoint) whether
+every weight and AdamW moment the model held at the save is among `found` (save wrote it to
+disk), and whether the student's load of SHIFTED restores those values (load reads the disk: no
+process held them, and they are no function of the saved ones, so nothing kept in memory, on the
+model or elsewhere, can give them back, nor one tensor read tell the others; an offset added to
+the saved values could be absorbed: our red team saved values of 2^26, to which 1.5 rounds
+back). Only floating-point tensors of one dimension or more count (an integer view of a weight
+is not its checkpoint); 0-d tensors (AdamW's step) and every other entry are copied as they are,
+the other entries as the bytes the save wrote (never unpickled here).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def main(path: str, shifted: str, out: str) -> None:
 
 def read(path: str, shifted: str) -> dict:
     """`found`: the digest of each floating-point tensor (of one dimension or more) by key;
-    `shifted`: the copy's, each such tensor plus an offset of its own (written to `shifted`).
+    `shifted`: the copy's, each such tensor new random values (written to `shifted`).
     Other tensors are copied as they are and count for nothing; other entries are copied as
     the bytes the save wrote, never unpickled here."""
     import io
@@ -181,8 +182,13 @@ def read(path: str, shifted: str) -> dict:
         if torch.is_tensor(t) and t.is_floating_point() and t.dim()
     }
     found = {key: sha256([t]) for key, t in moved.items()}
-    for key, t in moved.items():  # an offset in [1, 2) each, never told
-        state[key] = t + (1.0 + int.from_bytes(os.urandom(2), "big") / 65536)
+    seed = int.from_bytes(os.urandom(8), "big")  # never told
+    draw = torch.Generator().manual_seed(seed)
+    for (
+        key,
+        t,
+    ) in moved.items():  # values of their own, nothing a rank holds can round to
+        state[key] = torch.rand(t.shape, generator=draw).add_(1.0).to(t.dtype)
     dcp.save(state, checkpoint_id=shifted, planner=AsRead(), no_dist=True)
     return {"found": found, "shifted": {key: sha256([state[key]]) for key in moved}}
 

@@ -182,13 +182,15 @@ def checkpoint(student, me: zb.Rank) -> dict:
         step(model, optimizer, i, me)
     folder = tempfile.mkdtemp(prefix="lab6-") if me.rank == 0 else None
     folder = Path(broadcast_text(folder, me))
+    # before the save: a save that rewrites the model (to values a shift rounds back to, our
+    # red team's) is compared with what training left
+    before, held = state_digests(model, optimizer), tensor_digests(model, optimizer)
     call_student(student, "save", model, optimizer, str(folder / "ckpt"))
     torch.distributed.barrier()  # every rank's shards are written
     reading = (
         readback.start(folder / "ckpt", folder / "shifted") if me.rank == 0 else None
     )
     try:
-        before, held = state_digests(model, optimizer), tensor_digests(model, optimizer)
         continued = step(model, optimizer, 2, me)
         again = import_again(student.__file__)  # nothing of the first import's memory,
         fresh, fresh_optimizer = student_model(again, me)  # nor on the model it shards

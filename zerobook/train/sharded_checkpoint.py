@@ -57,7 +57,8 @@ def sha256(tensors) -> str:
 
 
 def state_digests(model, optimizer) -> dict:
-    """Digests of the full weights and of AdamW's full momentum and variance (collective)."""
+    """Digests of the full weights and of AdamW's full momentum and variance (collective), and
+    AdamW's step counts (its bias correction reads them)."""
     params = list(model.parameters())
     moments = [
         optimizer.state[p][k]
@@ -65,10 +66,12 @@ def state_digests(model, optimizer) -> dict:
         for k in ("exp_avg", "exp_avg_sq")
         if p in optimizer.state
     ]
+    steps = [optimizer.state[p].get("step") for p in params if p in optimizer.state]
     return {
         "weights": sha256(params),
         "moments": sha256(moments),
         "moment_tensors": len(moments),
+        "steps": sorted({float(getattr(s, "full_tensor", lambda: s)()) for s in steps}),
     }
 
 
