@@ -34,42 +34,21 @@ import torch
 from zerobook.train.sharded_checkpoint import sha256
 from zerobook.trust import graded_rank, spare
 
-READ_TIMEOUT_S = (
-    120.0  # a fresh interpreter imports torch: seconds, more on a busy machine
-)
+# a fresh interpreter imports torch: seconds, more on a busy machine
+READ_TIMEOUT_S = 120.0
 OUT = "readback.json"
-
-
-def command(path: Path, shifted: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        __name__,
-        str(path),
-        str(shifted),
-        str(path.parent / OUT),
-    ]
-
-
-def environment() -> dict:
-    """The rank's, with this package first on the path (the reader runs in the harness's
-    folder, which holds nothing but checkpoints)."""
-    package = str(Path(__file__).resolve().parents[2])
-    return dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([package, os.environ.get("PYTHONPATH", "")]),
-    )
 
 
 def start(path: Path, shifted: Path):
     """Start the fresh process (rank 0, after every rank's save has ended): through the spare
     a graded rank kept (zerobook.trust.spare), else as a child of this process."""
+    paths = (path, shifted, path.parent / OUT)
     if spare.available():
-        spare.ask(path, shifted, path.parent / OUT)
+        spare.ask(*paths)
         return spare
     return subprocess.Popen(
-        command(path, shifted),
-        env=environment(),
+        spare.reader_command(paths),
+        env=spare.reader_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -116,9 +95,9 @@ def _write(out: Path, value: dict) -> None:
 
 
 def main(path: str, shifted: str, out: str) -> None:
-    """The fresh process. It unpickles what the student's save wrote (DCP's metadata and its
-    non-tensor entries), so in a graded run it is confined as a graded rank is first: no new
-    process (zerobook.trust.graded_rank)."""
+    """The fresh process. It unpickles DCP's metadata, which the student's save wrote, so in
+    a graded run it is first confined as a graded rank is: no new process
+    (zerobook.trust.graded_rank)."""
     if graded_rank.wanted() and graded_rank.confine():
         _write(Path(out), {"error": "the reader could not be confined"})
         return

@@ -61,7 +61,7 @@ def serve(ask: int, answer: int) -> int:
     fd = os.environ.get(WITNESS_FD_ENV, "")
     if (
         fd.isdigit()
-    ):  # the rank's record (zerobook.trust.witness) is not the spare's to write
+    ):  # the rank's record (zerobook.trust.witness): not the spare's to write
         os.close(int(fd))
     request = b""
     while chunk := os.read(ask, 1 << 16):
@@ -75,20 +75,31 @@ def serve(ask: int, answer: int) -> int:
     if not allowed(paths):
         os.write(answer, b"-1")
         return 1
-    package = str(Path(__file__).resolve().parents[2])
-    path = os.environ.get("PYTHONPATH", "")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package, path]))
+    argv, env = reader_command(paths), reader_env()
     pid = os.fork()
     if pid == 0:
         try:
             die_with_parent(signal.SIGKILL)
             os.chdir(os.path.dirname(os.path.realpath(paths[0])))
-            os.execve(sys.executable, [sys.executable, "-m", READER, *paths], env)
+            os.execve(sys.executable, argv, env)
         finally:
             os._exit(127)
     _, status = os.waitpid(pid, 0)
     os.write(answer, str(os.waitstatus_to_exitcode(status)).encode())
     return 0
+
+
+def reader_command(paths) -> list[str]:
+    """The reader's command: `python -m zerobook.labs.checkpoint_readback PATH SHIFTED OUT`."""
+    return [sys.executable, "-m", READER, *map(str, paths)]
+
+
+def reader_env() -> dict:
+    """This process's environment with this package first on the path (the reader runs in
+    the harness's folder, which holds nothing but checkpoints)."""
+    package = str(Path(__file__).resolve().parents[2])
+    path = os.environ.get("PYTHONPATH", "")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([package, path]))
 
 
 def allowed(paths) -> bool:
