@@ -7,10 +7,11 @@ saying why, and the classroom's review flags its means for the instructor.
   as `dist.all_reduce.__self__` or through gc and rewritten (the process group's own count of
   its collectives disagrees: zerobook.data_parallel.inflight); `torch.Tensor.abs` answering
   zeros (refused when written: the class is the whole process's, zerobook.trust.restricted),
-  or one tensor's `.abs` (zerobook.labs.untouched); a process forked at import to rewrite the reports
-  (a graded rank cannot start one: zerobook.trust.graded_rank); gradients or full units kept in
+  or one tensor's `.abs` (refused when it runs: a library's method hidden on an object); a
+  process forked at import to rewrite the reports (a graded rank cannot start one: zerobook.trust.graded_rank); gradients or full units kept in
   module-level state or on torch's objects (a module of the student's: counted,
-  zerobook.labs.student_state and zero_probe.tensors_in).
+  zerobook.labs.student_state.tensors, which follows every reference Python keeps: a
+  generator's locals too).
 - Borrowed implementations: PyTorch's DDP and its reducer, the course's DDP loaded from its file
   or run from its text, the import guard taken off sys.meta_path, a withheld function's
   original taken from its guard's closure. Each now meets the lab's rules (zerobook.trust.policy:
@@ -105,7 +106,7 @@ DDP = {  # student -> (script, what the feedback says, what the review flags)
     ),
     "tensor_method_shadowed": (
         forgery("tensor_method_shadowed"),
-        "replaced a tensor's own abs",
+        "replaces the method abs on a Parameter, which the grader calls too",
         "shadows a tensor method",
     ),
     "fork_rewrites_reports": (
@@ -204,6 +205,23 @@ def keeps_every_gradient_on_a_module() -> str:
     )
 
 
+def keeps_every_gradient_in_a_generator() -> str:
+    """Lab 4's reference, with every whole gradient sent into a suspended generator of its own
+    (its locals: no attribute names them; the walk of what the student holds used to follow
+    attributes and containers only)."""
+    return replaced(
+        reference("zero"),
+        "import torch.distributed as dist\n",
+        "import torch.distributed as dist\n\n\ndef shelf():\n    kept = []\n"
+        "    while True:\n        kept.append((yield))\n",
+        "        self.max_in_flight = max_in_flight\n",
+        "        self.max_in_flight = max_in_flight\n        self.shelf = shelf()\n"
+        "        next(self.shelf)\n",
+        "        grad = padded(param.grad, self.n)\n",
+        "        self.shelf.send(param.grad)\n        grad = padded(param.grad, self.n)\n",
+    )
+
+
 DECAY_ON_1D = (
     '[{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]',
     '[{"params": decay + no_decay}]',
@@ -217,6 +235,7 @@ def graded_zero(tmp_path_factory):
         "keeps_every_gradient": keeps_every_gradient(),
         "buffers_in_a_callable": forgery("zero_buffers_in_a_callable"),
         "gradients_on_a_module": keeps_every_gradient_on_a_module(),
+        "gradients_in_a_generator": keeps_every_gradient_in_a_generator(),
         "abs_returns_zeros": replaced(reference("zero"), *DECAY_ON_1D)
         + "\n\n"
         + forgery("abs_returns_zeros"),
@@ -244,7 +263,8 @@ def test_lab4_forged_records_and_hidden_gradients_lose_what_they_forge(graded_ze
         "an attribute of the class Tensor",
         "torch.Tensor.abs",
     )
-    hidden = ("keeps_every_gradient", "buffers_in_a_callable", "gradients_on_a_module")
+    hidden = ("keeps_every_gradient", "buffers_in_a_callable", "gradients_on_a_module",
+              "gradients_in_a_generator")  # fmt: skip
     for student in hidden:  # kept where no one should look: counted
         scores, page, _ = outcome(graded_zero, student)
         assert scores == {**POINTS["zero"], "test_held": 0}, (student, scores)

@@ -1,22 +1,22 @@
-"""What the ZeRO labs count as held (Lab 4's zero_probe.tensors_in, Lab 5's and the capstone's
-zero3_record.reachable): every tensor the student's object reaches, through torch's objects
-too (a module, an optimizer, a tensor's own attributes), less the model's parameters and
-buffers and the optimizer's state under its own keys, which the harness leaves out by storage.
-The file cannot keep state where the walk does not go: on a class, a module or a function
-(zerobook.trust.restricted refuses it; tests/test_policy.py)."""
+"""What the ZeRO labs count as held (zerobook.labs.student_state.tensors, Labs 4 and 5 and the
+capstone): every tensor the student's object and file reach, through torch's objects too (a
+module, an optimizer, a tensor's own attributes) and wherever Python keeps a reference (a
+closure, a generator's locals, an iterator, a deque, a partial, an autograd graph), less the
+model's parameters and buffers and the optimizer's state under its own keys, which the harness
+leaves out by storage. The file cannot keep state where the walk does not go: on a class, a
+module or a function (zerobook.trust.restricted refuses it; tests/test_policy.py)."""
+
+import collections
+import functools
+import itertools
+import types
 
 import pytest
 import torch
 
-from zerobook.data_parallel.inflight import Handle
-from zerobook.labs import zero_probe
-from zerobook.labs.zero3_record import reachable
+from zerobook.data_parallel.inflight import Handle, InFlight
+from zerobook.labs.student_state import tensors
 from zerobook.train import measure
-
-WALKS = {
-    "tensors_in": lambda root: list(zero_probe.tensors_in(root, Handle)),
-    "reachable": reachable,
-}
 
 
 def student_with(where: str):
@@ -57,26 +57,102 @@ PLACES = [
 ]
 
 
-def counted(walk, student, model, optimizer) -> int:
+FILE = "/course/student.py"  # the student's file, as its functions' code names it
+
+
+def theirs(source: str, name: str):
+    """Function `name` of `source`, compiled as the student's file's."""
+    namespace = {}
+    exec(compile(source, FILE, "exec"), namespace)
+    return namespace[name]
+
+
+KEEPER = theirs("def keeper(data):\n    return lambda: data\n", "keeper")
+GENERATOR = theirs(
+    "def hold(data):\n    kept = list(data)\n    while True:\n        yield\n", "hold"
+)
+
+
+def started(generator):
+    next(generator)
+    return generator
+
+
+def graph_saving(kept):
+    """A scalar whose graph saved `kept` (a leaf no Python name holds any more)."""
+    leaf = kept.clone().requires_grad_()
+    return (leaf * leaf).sum()
+
+
+# a place Python keeps a reference that no attribute names: the kept tensor in a list, `[kept]`
+HIDDEN = {
+    "a closure of its file's": lambda kept: KEEPER([kept]),
+    "a bound method of its file's": lambda kept: types.MethodType(KEEPER, [kept]),
+    "a suspended generator's locals": lambda kept: started(GENERATOR([kept])),
+    "a partial's arguments": lambda kept: functools.partial(max, [kept]),
+    "a list iterator": lambda kept: iter([kept]),
+    "a deque": lambda kept: collections.deque([kept]),
+    "an itertools.cycle": lambda kept: itertools.cycle([kept]),
+    "a map object": lambda kept: map(abs, [kept]),
+    "a dict's items view": lambda kept: {0: kept}.items(),
+    "an autograd graph's saved tensors": lambda kept: graph_saving(kept),
+}
+
+
+def module_of(**values) -> types.ModuleType:
+    module = types.ModuleType("student")
+    module.__file__ = FILE
+    vars(module).update(values)
+    return module
+
+
+def counted(student, model, optimizer, module=None) -> int:
     """Bytes the walk finds that are not the model's or the optimizer's own."""
     own = [*model.parameters(), *list(model.buffers())[:1]]  # the mask: the model's
     own += [p.grad for p in model.parameters()]
     own += list(measure.own_optimizer_tensors(optimizer))
     seen = {measure.storage_key(t) for t in own}
-    return measure.unique_bytes(WALKS[walk](student), seen)
+    found = tensors([student], module or module_of(), model)
+    return measure.unique_bytes(found, seen)
 
 
-@pytest.mark.parametrize("walk", sorted(WALKS))
 @pytest.mark.parametrize("where", PLACES)
-def test_a_tensor_kept_on_torchs_objects_is_counted(walk, where):
+def test_a_tensor_kept_on_torchs_objects_is_counted(where):
     student, model, optimizer, kept = student_with(where)
-    assert counted(walk, student, model, optimizer) == kept.untyped_storage().nbytes()
+    assert counted(student, model, optimizer) == kept.untyped_storage().nbytes()
 
 
-@pytest.mark.parametrize("walk", sorted(WALKS))
-def test_an_honest_object_holds_nothing_beyond_the_models_and_optimizers(walk):
+@pytest.mark.parametrize("where", sorted(HIDDEN))
+@pytest.mark.parametrize("held_by", ["its object", "its file's globals"])
+def test_a_tensor_kept_where_no_attribute_names_it_is_counted(where, held_by):
+    student, model, optimizer, kept = student_with("nowhere")
+    hidden = HIDDEN[where](kept)
+    module = module_of()
+    if held_by == "its object":
+        student.hidden = hidden
+    else:
+        module.hidden = hidden
+    expected = kept.untyped_storage().nbytes()
+    assert counted(student, model, optimizer, module) >= expected
+
+
+def test_an_honest_object_holds_nothing_beyond_the_models_and_optimizers():
     student, model, optimizer, _ = student_with("nowhere")
-    assert counted(walk, student, model, optimizer) == 0
+    assert counted(student, model, optimizer) == 0
+
+
+def test_the_graders_hooks_and_functions_and_a_handles_record_are_not_the_students():
+    """A function of another file (the grader's hook on the model, a library's closure) is
+    not walked; a collective's handle counts its output only, not the run's record."""
+    student, model, optimizer, kept = student_with("nowhere")
+    grader = {"copies": [kept]}
+    model[0].weight.register_post_accumulate_grad_hook(lambda p: grader)
+    student.hook = lambda: grader
+    with InFlight() as flight:
+        flight.inputs = {0: kept}
+        output = torch.zeros(10)
+        student.handle = Handle(flight, 0, output, None)
+        assert counted(student, model, optimizer) == output.untyped_storage().nbytes()
 
 
 def test_the_optimizers_own_keys_are_read_off_torchs_class():

@@ -178,7 +178,6 @@ HARNESSES = sorted(
 )
 LAB_LIBRARY = (
     "harness",
-    "untouched",
     "student_state",
     "means",
     "weights_used",

@@ -116,6 +116,28 @@ REFUSED = [
         "zero3",
         "the whole process shares",
     ),
+    # a library's method hidden on one object: the grader calls it too (`p.abs()` read as
+    # zeros made every parity difference 0; a handle's wait answering at once)
+    ("method", "import torch\np = torch.ones(2)\np.abs = len", "ddp", "the method abs"),
+    (
+        "method",
+        "import torch\np = torch.nn.Parameter(torch.ones(2))\nsetattr(p, 'clone', len)",
+        "zero",
+        "the method clone on a Parameter",
+    ),
+    (
+        "method",
+        "import torch\nm = torch.nn.Linear(2, 2)\nm.forward = len",
+        "zero3",
+        "the method forward on a Linear",
+    ),
+    (
+        "method",
+        "import torch.distributed as dist\nclass H:\n    def wait(self):\n        pass\n"
+        "class S(H):\n    pass\nS().wait = len\ndist.all_reduce.keep = 1",
+        "ddp",
+        "the function all_reduce",
+    ),
     # state the whole process shares, which a second import finds (Lab 6's checkpoint kept
     # in memory) and no walk of the file's state looks at (the ZeRO labs' memory parts)
     ("state", "import torch\ntorch.nn.Module.kept = {}", "fsdp2", "the class Module"),
@@ -356,7 +378,7 @@ def test_objects_between_ranks_are_json_never_a_peers_pickle():
     import torch.distributed as dist
 
     assert (
-        restricted.WRAPPED["torch.distributed.all_gather_object"](
+        plain_objects.WRAPPED["torch.distributed.all_gather_object"](
             dist.all_gather_object
         )
         is plain_objects.all_gather_object

@@ -30,7 +30,7 @@ notebook's tests grade those reports.
       zeropp_checks  the checks: bounds from the block size, bytes and groups per collective
 
 What every harness shares: harness (import the student's file under its lab's rules,
-zerobook.trust.policy, and call into it safely), crash (what a run established before it failed), hints (what an error most likely means), means, student_state, untouched,
+zerobook.trust.policy, and call into it safely), crash (what a run established before it failed), hints (what an error most likely means), means, student_state,
 weights_used.
 
 The experiments that chapters and benchmarks launch live in `zerobook.runs`; what both need

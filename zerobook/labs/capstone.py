@@ -28,17 +28,17 @@ import types
 import torch
 
 import zerobook as zb
-from zerobook.labs import capstone_resume, hints, zero3_record
+from zerobook.labs import capstone_resume, hints
 from zerobook.labs.crash import Steps, describe
 from zerobook.labs.freed import FreedCalls, guard_units
-from zerobook.labs.harness import call_student, frozen, lab_params, load_student
-from zerobook.labs.harness import parse_args, push_mode, refuse, trusted
+from zerobook.labs.harness import call_student, lab_params, load_student
+from zerobook.labs.harness import parse_args, refuse
 from zerobook.labs.means import verdicts
-from zerobook.labs.student_state import roots
+from zerobook.labs.student_state import tensors
 from zerobook.labs.weights_used import weights_used
-from zerobook.labs.zero3_record import RecordedAdamW, reachable
+from zerobook.labs.zero3_record import RecordedAdamW
 from zerobook.labs.zero3_record import torch_fsdp_used
-from zerobook.train import capstone_train, measure, text
+from zerobook.train import measure, text
 from zerobook.train.capstone_train import CONFIG, OPTIONS, clip_in_piece_order
 from zerobook.train.capstone_train import held_out_bits, optimizer_groups, sample, train
 from zerobook.train.measure import unique_bytes
@@ -60,17 +60,6 @@ UNSEEN = (
     "zerobook.data_parallel.ddp",
     "zerobook.labs.zero3_events",
 )  # hidden while graded
-# what the run's record is made with: the student's code may not replace any of it
-GUARDED = {
-    **dict.fromkeys(dir(capstone_train), capstone_train),
-    **dict.fromkeys(["resume", "checkpoint", "load_last", "committed"], capstone_resume),
-    **dict.fromkeys(["batch", "load", "ngram_bits_per_byte"], text),
-    **dict.fromkeys(["reachable", "RecordedAdamW"], zero3_record),
-    "unique_bytes": measure, "cross_entropy": torch.nn.functional,
-    "all_reduce": torch.distributed, "barrier": torch.distributed,
-    "equal": torch, "clone": torch.Tensor, "item": torch.Tensor,
-}  # fmt: skip
-GUARDED = frozen({n: m for n, m in GUARDED.items() if callable(getattr(m, n, None))})
 
 
 def model_from(me) -> torch.nn.Module:
@@ -128,8 +117,9 @@ class StudentDDP:
         self.optimizer.zero_grad(set_to_none=True)
 
     def kept(self) -> int:
-        held = [self.ddp, self.model, self.optimizer, roots(self.student, self.model)]
-        return unique_bytes(reachable(held), set(self.own_buffers))
+        held = [self.ddp, self.model, self.optimizer]
+        held = tensors(held, self.student, self.model, grads=True)
+        return unique_bytes(held, set(self.own_buffers))
 
 
 class StudentZero3:
@@ -160,7 +150,7 @@ class StudentZero3:
         guard_units(units, names)  # weights freed too early: named, not a crash
         if GUARD[0] is None:  # its gathers' copies checked too, from now on only
             GUARD[0] = FreedCalls()
-            push_mode(GUARD[0])
+            GUARD[0].__enter__()  # the grader's own mode, for the rest of the run
         GUARD[0].names.learn({p: names[id(p)] for p in model.parameters()})
         GUARD[0].on = True
 
@@ -180,8 +170,9 @@ class StudentZero3:
         call_student(self.zero, "zero_grad")
 
     def kept(self) -> int:
-        held = [self.zero, self.model, self.optimizer, roots(self.student, self.model)]
-        return unique_bytes(reachable(held), set(self.own_buffers))
+        held = [self.zero, self.model, self.optimizer]
+        held = tensors(held, self.student, self.model, grads=True)
+        return unique_bytes(held, set(self.own_buffers))
 
 
 class FSDP2:
@@ -265,7 +256,6 @@ def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
     data, held_out = text.load()
-    record = trusted(RecordedAdamW, torch.optim.AdamW, **GUARDED)
     with ordered_sums():
         student = load_student(cli.student)
         if cli.part == "train":
@@ -276,7 +266,7 @@ def main() -> None:
                 make, student, data, me, STEPS, PREFIX, EVERY, KILL_AT
             )
     more = [f"your model uses {n}" for n in result.pop("fsdp_used", [])]
-    refuse("your DDP and ZeRO-3", record, more=more)
+    refuse("your DDP and ZeRO-3", more=more)
     if cli.part == "train" and me.is_main:
         result["baselines"] = {
             n: text.ngram_bits_per_byte(data, held_out, n) for n in (1, 2)

@@ -7,8 +7,9 @@ it like any other failing rank.
 `load_student(path)` imports the file under its lab's rules (zerobook.trust.policy: an
 allow-list of modules and names, so the course's own implementation of what the lab grades,
 PyTorch's, and the grader itself are out of its reach: a file that names them scores 0, saying
-which line). `load_student` and `call_student` check that the file left torch as the harness
-measures with it (zerobook.labs.untouched).
+which line). The rules keep torch as the harness measures with it: the file changes no class it
+did not make, no module and no function, hides no library method on an object
+(zerobook.trust.restricted) and pushes no torch function or dispatch mode (zerobook.trust.policy).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from pathlib import Path
 # an instructor's hidden parameters for this lab's harness, as JSON (the classroom sets it
 # from a private labs/LAB/hidden_params.json; see lab_params)
 PARAMS_ENV = "ZEROBOOK_LAB_PARAMS"
-_torch: list = [None]  # torch as load_student found it (zerobook.labs.untouched.take)
 loaded: list = [None]  # the student's file, once imported (its lines lead a failure)
 _lab: list = [None]  # the lab whose rules the file runs under (zerobook.trust.policy)
 
@@ -84,44 +84,22 @@ def load_student(path: str):
     import zerobook
     from zerobook.trust import report_guard
     from zerobook.launcher import dist
-    from zerobook.labs import untouched
 
     harness = inspect.currentframe().f_back.f_globals
-    _torch[0] = untouched.take()  # torch as the harness measures with it
-    report_guard.guard(
-        harness,
-        owners=(zerobook, dist),
-        also=lambda: untouched.check(_torch[0], collectives=False, tensors=True),
-    )  # from now on only the harness's code reports, torch untouched
+    report_guard.guard(harness, owners=(zerobook, dist))  # only the harness reports
     loaded[0] = str(file)
     _lab[0] = Path(harness["__file__"]).stem  # zerobook/labs/LAB.py
     os.environ.pop(PARAMS_ENV, None)  # read (lab_params); not left for the file to find
     return import_again(file, "student")
 
 
-def push_mode(mode) -> None:
-    """Push the harness's own torch function mode (zerobook.labs.freed.FreedCalls, nothing
-    else) for the rest of the run: from now on the grader measures with it on the stack
-    (zerobook.labs.untouched counts the modes against the snapshot load_student took)."""
-    from zerobook.labs.freed import FreedCalls
-
-    if type(mode) is not FreedCalls:
-        raise TypeError(f"not the harness's own mode: {type(mode).__name__}")
-    mode.__enter__()
-    functions, dispatch = _torch[0]["modes"]
-    _torch[0]["modes"] = (functions + 1, dispatch)
-
-
 def import_again(path, name: str = "student_again"):
     """The student's file imported (again) as a module of its own, `name`, as load_student
     does: a second copy shares nothing the first kept in its globals (Lab 6 loads a checkpoint
     with it, so that a checkpoint kept in memory instead of on disk is not found)."""
-    from zerobook.labs import untouched
     from zerobook.trust import restricted
 
-    module = restricted.load(path, name, _lab[0])
-    untouched.check(_torch[0])
-    return module
+    return restricted.load(path, name, _lab[0])
 
 
 def call_student(module, name: str, *args):
@@ -138,32 +116,15 @@ def call_student(module, name: str, *args):
         ) from None
     except NotImplementedError:
         raise NotImplementedError(f"{name}() is not implemented yet") from None
-    from zerobook.labs import untouched
-
-    untouched.check(_torch[0])
     return result
 
 
-def trusted(*owners, **functions) -> list[tuple]:
-    """What a run's record depends on, as it is before the student's file is imported:
-    each class's own functions in `owners`, and `functions` (name=owner)."""
-    found = [(o, n, v) for o in owners for n, v in vars(o).items() if callable(v)]
-    return found + [(o, n, inspect.getattr_static(o, n)) for n, o in functions.items()]
-
-
-def replaced(snapshot: list[tuple]) -> list[str]:
-    """The functions of `snapshot` that the student's code has replaced since."""
-    now = [(o, n, inspect.getattr_static(o, n, None)) for o, n, _ in snapshot]
-    changed = [(o, n) for (o, n, v), (_, _, w) in zip(snapshot, now) if w is not v]
-    return sorted(f"{getattr(o, '__qualname__', o.__name__)}.{n}" for o, n in changed)
-
-
-def refuse(idea: str, record=(), flight=None, more=()) -> None:
+def refuse(idea: str, flight=None, more=()) -> None:
     """Raise RuntimeError (the part scores 0) naming every reason the run does not count:
-    functions of `record` the file replaced, `flight`'s record rewritten
-    (zerobook.data_parallel.inflight), and `more` (reasons of the lab's own). `idea`: what
-    the student writes ("your DDP")."""
-    problems = [f"tampering: the student's code replaced {n}" for n in replaced(record)]
+    `flight`'s record rewritten (zerobook.data_parallel.inflight) and `more` (reasons of the
+    lab's own). `idea`: what the student writes ("your DDP"). (A function the record is made
+    with cannot be replaced: zerobook.trust.restricted.)"""
+    problems = []
     rewritten = flight.tampered() if flight is not None else None
     problems += [f"tampering: the run's record was rewritten: {rewritten}"] * bool(
         rewritten

@@ -29,12 +29,11 @@ import zerobook as zb
 from zerobook.train import measure
 from zerobook.labs import zero_probe as probe
 from zerobook.data_parallel.comm import CommMeter
-from zerobook.data_parallel.inflight import Handle, InFlight
-from zerobook.labs import hints
+from zerobook.data_parallel.inflight import InFlight
+from zerobook.labs import hints, student_state
 from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, frozen, lab_params, load_student
-from zerobook.labs.harness import parse_args, refuse, trusted
-from zerobook.labs.student_state import roots
+from zerobook.labs.harness import parse_args, refuse
 from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.train.parity import ordered_sums
 from zerobook.train.training import rank_batch
@@ -92,8 +91,7 @@ class Arrivals:
         ]
         tensors = [self.params[n].grad for n in kept]
         tensors += [m.grad for m in self.masters if m.grad is not None]
-        theirs = [self.student, roots(self.module, self.model)]
-        theirs = list(probe.tensors_in(theirs, Handle))
+        theirs = student_state.tensors([self.student], self.module, self.model)
         state = probe.optimizer_state(self.optimizer, self.state_keys)  # as it is now
         seen = self.exclude | {measure.storage_key(t) for t in state}
         tensors += theirs
@@ -249,16 +247,13 @@ def parity(run: dict, name: str, me: zb.Rank) -> dict:
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    record = trusted(
-        InFlight, Handle, Arrivals, CommMeter, equal=torch, clone=torch.Tensor
-    )
     runs, steps = {}, Steps(me.rank, cli.student, hints.zero(me.world_size))
     with ordered_sums(), InFlight() as flight, CommMeter() as meter:
         student = load_student(cli.student)
         for name in OPTIMIZERS:
             if steps.going:  # a failure ends the launch: the next run is not started
                 runs[name] = train(student, name, me, flight, meter, steps)
-    refuse("your ZeRO-2", record, flight)
+    refuse("your ZeRO-2", flight)
     for name, run in runs.items():
         run["parity"] = parity(run, name, me) if steps.going else None
         model = run.pop("model")

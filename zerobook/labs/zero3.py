@@ -26,14 +26,12 @@ import types
 import torch
 
 import zerobook as zb
-from zerobook.labs import zero3_record
 from zerobook.labs.freed import FreedGuard, rebound, storage_key
-from zerobook.data_parallel.inflight import Handle, InFlight
+from zerobook.data_parallel.inflight import InFlight
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps
 from zerobook.labs.harness import call_student, frozen, lab_params, load_student
-from zerobook.labs.harness import parse_args, refuse, trusted
-from zerobook.labs.student_state import roots
+from zerobook.labs.harness import parse_args, refuse
 from zerobook.train.models import GPT, GPTConfig, next_token_loss, random_batch
 from zerobook.train import measure
 from zerobook.train.parity import ordered_sums, rank_order_sum
@@ -56,7 +54,6 @@ UNSEEN = (
     "zerobook.zero",
     "zerobook.labs.zero3_events",
 )  # hidden while graded (not the record)
-RECORD = ("pieces", "layout", "same", "owner", "step_events", "reachable", "kept")
 
 
 class Watch:
@@ -148,7 +145,6 @@ def train(student, me: zb.Rank, flight: InFlight, steps: Steps, guard) -> dict:
         rebound(model, storages)
     if not steps.agree("Zero3(model, units, optimizer_class)"):
         return run
-    held = lambda: [zero, roots(student, model)]  # its object, what its file keeps now
     watch.hook_forward()
     masters = plan.pop("masters")
     for index in range(STEPS):
@@ -166,7 +162,7 @@ def train(student, me: zb.Rank, flight: InFlight, steps: Steps, guard) -> dict:
                 flight, start, first, watch, plan["found"], masters, me
             )
             call_student(zero, "step")
-            kept_now = kept(held(), watch, masters)
+            kept_now = kept(zero, student, watch, masters)
             guard.at = f"step {index}, zero_grad()"
             call_student(zero, "zero_grad")
             rebound(model, storages)
@@ -254,9 +250,6 @@ def first_off(seen: list[dict], right: list[dict], way: str) -> dict:
 def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
-    record = trusted(InFlight, Handle, Watch, RecordedAdamW, torch.optim.AdamW,
-                     equal=torch, sort=torch.Tensor, clone=torch.Tensor,
-                     **dict.fromkeys(RECORD, zero3_record))  # fmt: skip
     steps = Steps(me.rank, cli.student, hints.zero3(me.world_size))
     # entered before the file's import (the modes the grader measures with), left after
     with FreedGuard(at="the constructor") as guard:
@@ -264,7 +257,7 @@ def main() -> None:
             student = load_student(cli.student)
             run = train(student, me, flight, steps, guard)
         more = [f"your model uses {n}" for n in torch_fsdp_used(run["model"])]
-        refuse("your ZeRO-3", record, flight, more)
+        refuse("your ZeRO-3", flight, more)
         model, seen = run.pop("model"), run.pop("seen")
         params = {
             n: {"numel": p.numel(), "dim": p.dim()} for n, p in model.named_parameters()

@@ -8,13 +8,13 @@ whose backward had just finished, if its size is that unit's: a mistake upstream
 make the traffic wrong too.
 """
 
-import types
 from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 
 from zerobook.train import measure
+from zerobook.labs import student_state
 from zerobook.labs.freed import FreedStorage, freed
 
 # PyTorch's FSDP and DTensor: torch itself imports them (AdamW imports torch._dynamo),
@@ -161,32 +161,10 @@ def step_events(flight, start, first, watch, found, masters, me) -> list:
     return events
 
 
-def reachable(root, limit: int = 20_000) -> list[torch.Tensor]:
-    """Tensors the student's object holds (attributes, containers, modules and optimizers
-    whole, a tensor's own attributes; the caller leaves out the model's parameters and
-    buffers by storage): what it keeps between steps."""
-    found, seen, todo = [], set(), [root]
-    while todo and len(seen) < limit:
-        thing = todo.pop()
-        if id(thing) in seen or isinstance(thing, (type, types.ModuleType)):
-            continue
-        seen.add(id(thing))
-        if isinstance(thing, torch.Tensor):
-            thing = measure.plain(thing)  # a subclass's own account of itself set aside
-            found += [thing] + ([thing.grad] if thing.grad is not None else [])
-            todo += list(getattr(thing, "__dict__", {}).values())  # param.kept = ...
-        elif isinstance(thing, dict):
-            todo += [*thing.keys(), *thing.values()]
-        elif isinstance(thing, (list, tuple, set, frozenset)):
-            todo += list(thing)
-        elif not isinstance(thing, types.FunctionType):
-            todo += measure.attributes(thing)  # its __dict__ and __slots__
-    return found
-
-
-def kept(zero, watch, masters: list) -> dict:
+def kept(zero, student, watch, masters: list) -> dict:
     """Bytes held after step(): the master pieces, their grads, the optimizer's state, the
-    full parameters (per unit) and gradients, and any other tensor the object holds."""
+    full parameters (per unit) and gradients, and any other tensor the student's object and
+    file hold (zerobook.labs.student_state)."""
     seen: set = set()
     states = [t for o in RecordedAdamW.made for t in measure.own_optimizer_tensors(o)]
     out = {
@@ -205,5 +183,6 @@ def kept(zero, watch, masters: list) -> dict:
     }
     seen |= {measure.storage_key(p) for p in watch.model.parameters()}
     seen |= watch.own_buffers  # the model's, from before the student's code ran
-    out["other"] = measure.unique_bytes(reachable(zero), seen)
+    held = student_state.tensors([zero], student, watch.model, grads=True)
+    out["other"] = measure.unique_bytes(held, seen)
     return out

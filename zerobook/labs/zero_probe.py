@@ -11,14 +11,12 @@ so that rank r receives the sum of its pieces, (N, k) for k = sum of padded(p)/N
 
 from __future__ import annotations
 
-import types
 
 import torch
 import torch.distributed as dist
 
 from zerobook.train import measure
 
-FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType)
 
 RS = "reduce_scatter_tensor"
 NUMBERED = ("all_reduce", RS, "all_gather_into_tensor", "wait")  # events with an index
@@ -55,37 +53,6 @@ def optimizer_state(optimizer, keys: set | None = None) -> list[torch.Tensor]:
 def state_bytes(optimizer) -> int:
     """Bytes of the master pieces and the optimizer's state, each storage once."""
     return measure.unique_bytes(optimizer_state(optimizer))
-
-
-def tensors_in(thing, handle_type, seen: set | None = None, depth: int = 0):
-    """Every tensor `thing` holds through its attributes (slots too), lists, tuples and dicts,
-    including objects that can be called, modules and optimizers (their parameters, buffers and
-    state too: the caller leaves out the model's and the optimizer's own by storage) and a
-    tensor's own attributes (not through classes, modules of Python's or functions, whose
-    state the student's file may not change: zerobook.trust.restricted), as torch's own Tensor
-    (measure.plain); of a held collective's handle, its output."""
-    seen = set() if seen is None else seen
-    if id(thing) in seen or depth > 64 or len(seen) > 50_000:
-        return
-    seen.add(id(thing))
-    if torch.is_tensor(thing):
-        yield measure.plain(thing)
-        for item in getattr(thing, "__dict__", {}).values():  # param.kept = ...
-            yield from tensors_in(item, handle_type, seen, depth + 1)
-        return
-    if isinstance(thing, handle_type):
-        yield thing.tensor
-        return
-    if isinstance(thing, (type, types.ModuleType, *FUNCTIONS)):
-        return
-    if isinstance(thing, dict):
-        items = [*thing.keys(), *thing.values()]
-    elif isinstance(thing, (list, tuple, set, frozenset)):
-        items = list(thing)
-    else:
-        items = measure.attributes(thing)
-    for item in items:
-        yield from tensors_in(item, handle_type, seen, depth + 1)
 
 
 def find_optimizer(zero, optimizer_class):

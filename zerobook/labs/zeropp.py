@@ -19,7 +19,6 @@ storage a kept piece holds; zerobook.labs.zeropp_checks judges it in the noteboo
 """
 
 import math
-import sys
 import sysconfig
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from zerobook.data_parallel.inflight import every_group_count
 from zerobook.labs import hints
 from zerobook.labs.crash import Steps, run_store
 from zerobook.labs.harness import call_student, lab_params, load_student
-from zerobook.labs.harness import parse_args, refuse, trusted
+from zerobook.labs.harness import parse_args, refuse
 from zerobook.labs.new_groups import NewGroups
 from zerobook.launcher.dist import collective_timeout
 from zerobook.train import text
@@ -240,11 +239,6 @@ def main() -> None:
             f"the lab runs as nodes of {NODE}: launch a multiple of {NODE} ranks"
         )
     own = node_of(me)  # before the student's file: its groups are its own
-    # what the record depends on, as it is before the student's file runs
-    measured = ("weights", "block_errors", "described", "metered", "quantizer", "gather",
-                "node", "secondary", "yours", "train")  # fmt: skip
-    record = trusted(CommMeter, Unit, NewGroups, zero3=trials, batch=trials, next_token_loss=sys.modules[__name__],
-                     **dict.fromkeys(measured, sys.modules[__name__]))  # fmt: skip
     student = load_student(cli.student)
     stages = {"quantizer": lambda: quantizer(student, me),
               "gather": lambda: gather(student, me),
@@ -264,7 +258,7 @@ def main() -> None:
             report.pop(stage, None)
         if not steps.agree(stage) and stage != "quantizer" and not steps.alike:
             apart = stage  # what this rank measured still counts; the next stages wait
-    refuse("your ZeRO++", record)
+    refuse("your ZeRO++")
     zb.report(**report, failed_stages=failed, rank=me.rank, world_size=me.world_size, node_size=NODE,
               block=BLOCK, size=SIZE, seed=SEED)  # fmt: skip
 

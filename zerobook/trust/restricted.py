@@ -8,7 +8,8 @@ A view shows the names of one module that the lab allows, looked up when used (a
 meters `dist.all_reduce` is what the student's call reaches); it has no other attribute and takes
 none, so the file can neither reach the real module (`sys.modules`, `__main__` and the grader
 are not among its names) nor stash anything on it. A submodule is a view too, where the lab
-allows it; `torch.load` reads tensors only (weights_only: a pickle could import any module).
+allows it; `torch.load` reads tensors only (weights_only: a pickle could import any module)
+and objects go between ranks as JSON (zerobook.trust.plain_objects).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def guarded(function, what: str, made=None):
                 f"{what}(..., {name!r}): not a name your file may use"
             )
         if made is not None:
-            writable(owner, made)
+            writable(owner, made, name)
         return function(owner, name, *rest)
 
     return checked
@@ -50,18 +51,35 @@ SHARED = (
 )  # fmt: skip
 
 
-def writable(thing, made):
-    """`thing`, where the file may change its attributes: an object, or a class the file made;
-    not another class, a module, a function or an object a library keeps as a global
+def writable(thing, made, name: str = ""):
+    """`thing`, where the file may change its attribute `name`: an object, or a class the file
+    made; not another class, a module, a function or an object a library keeps as a global
     (torch.nn.Module.kept = {} would keep state for the whole process, where a second import
-    finds it and no walk of the file's looks)."""
+    finds it and no walk of the file's looks); nor, on an object, a method of a library's
+    class (`param.abs = ...` would answer for what the grader measures with)."""
     shared = isinstance(thing, SHARED) or id(thing) in _GLOBALS
     if shared and not (isinstance(thing, type) and thing in made):
         raise PolicyViolation(
             f"changes an attribute of {what_it_is(thing)}, which the whole process shares: "
             "keep your state in your own objects"
         )
+    if not shared and shadows(thing, name, made):
+        raise PolicyViolation(
+            f"replaces the method {name} on a {type(thing).__name__}, which the grader "
+            "calls too: keep your functions in your own objects"
+        )
     return thing
+
+
+def shadows(thing, name: str, made) -> bool:
+    """Whether `thing.name = ...` would hide a method of a class the file did not make (of
+    torch.Tensor, for any tensor: a subclass of the file's is a tensor still)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(thing, torch.Tensor):
+        classes = torch.Tensor.__mro__
+    else:
+        classes = [c for c in type(thing).__mro__ if c not in made]
+    return any(callable(vars(c).get(name)) for c in classes)
 
 
 def what_it_is(thing) -> str:
@@ -138,6 +156,8 @@ class View(types.ModuleType):
             raise PolicyViolation(f"{full} is not a name this lab's file may use")
         if vars(real_module).get(name) is real:  # kept there, so its id stays its own
             _GLOBALS.add(id(real))  # a library's global: the process's, not the file's
+        from zerobook.trust.plain_objects import WRAPPED  # the same call, made safe
+
         return WRAPPED.get(full, lambda real: real)(real)
 
     def __setattr__(self, name, value):
@@ -162,34 +182,6 @@ def view(lab: str, module: str) -> View:
     made = View(f"<{module}>")
     _VIEWS[made] = (str(lab), str(module))
     return made
-
-
-def tensors_only(load):
-    """torch.load that unpickles tensors and plain containers only (weights_only=True)."""
-
-    def load_tensors(*args, **kwargs):
-        if kwargs.get("weights_only") is False:
-            raise PolicyViolation(
-                "torch.load(weights_only=False) would run a pickle's code: load tensors"
-            )
-        kwargs["weights_only"] = True
-        return load(*args, **kwargs)
-
-    return load_tensors
-
-
-WRAPPED = {  # what the file gets in place of the name: the same call, made safe
-    "torch.load": tensors_only,
-    "torch.distributed.all_gather_object": lambda _: plain("all_gather_object"),
-    "torch.distributed.broadcast_object_list": lambda _: plain("broadcast_object_list"),
-}
-
-
-def plain(name: str):
-    """zerobook.trust.plain_objects' `name`: objects through JSON, never a peer's pickle."""
-    from zerobook.trust import plain_objects
-
-    return getattr(plain_objects, name)
 
 
 def importer(lab: str):
@@ -253,7 +245,7 @@ def run(source: str, filename: str, lab: str, namespace: dict) -> dict:
         __import__=importer(lab),
         __name__=namespace.get("__name__", "__main__"),
         __own__=lambda thing: own(thing, made),
-        __writable__=lambda thing: writable(thing, made),
+        __writable__=lambda thing, name: writable(thing, made, name),
     )
     tree = OwnAttributes().visit(ast.parse(source, filename))
     exec(compile(ast.fix_missing_locations(tree), filename, "exec"), namespace)
@@ -279,7 +271,7 @@ def own(thing, made):
 class OwnAttributes(ast.NodeTransformer):
     """`self._x` compiled as `__own__(self)._x`: checked when used (a name bound to any
     object may be called self, and a method called with any object as self); `x.a = v` (and
-    `del x.a`, `x.a += v`) as `__writable__(x).a = v`: checked when it runs."""
+    `del x.a`, `x.a += v`) as `__writable__(x, "a").a = v`: checked when it runs."""
 
     def visit_Attribute(self, node):
         self.generic_visit(node)
@@ -287,11 +279,10 @@ class OwnAttributes(ast.NodeTransformer):
         if named and node.attr.startswith("_") and not node.attr.startswith("__"):
             node.value = self.call("__own__", node.value)
         if isinstance(node.ctx, (ast.Store, ast.Del)):
-            node.value = self.call("__writable__", node.value)
+            node.value = self.call("__writable__", node.value, node.attr)
         return node
 
     @staticmethod
-    def call(name: str, value):
-        return ast.copy_location(
-            ast.Call(ast.Name(name, ast.Load()), [value], []), value
-        )
+    def call(name: str, value, *names: str):
+        args = [value, *(ast.Constant(n) for n in names)]
+        return ast.copy_location(ast.Call(ast.Name(name, ast.Load()), args, []), value)
