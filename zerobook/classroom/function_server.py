@@ -4,7 +4,7 @@ arguments and results crossing as JSON lines, their exceptions by name. The stud
 on their own, under their lab's rules (zerobook.trust.restricted.run), not beside the course's
 setup cell: what the tests compare with (Lab 1's calculator) is not a name they can call.
 
-    server = FunctionServer(student_code, workdir, "memory", hidden)
+    server = FunctionServer(student_code, workdir, "memory")
     server.call("expected_total", [4], {})   # -> 10, or the student's exception
 """
 
@@ -28,12 +28,8 @@ class FunctionServer:
     args, kwargs)` sends JSON, gets the result back, or raises the student's exception (by name:
     builtins' types as they are, anything else as RuntimeError)."""
 
-    def __init__(
-        self, student: str, workdir: Path, lab: str, hidden: dict | None = None
-    ):
-        argv = sandbox.command(
-            [sys.executable, "-c", SERVER], writable=[str(workdir)], **(hidden or {})
-        )
+    def __init__(self, student: str, workdir: Path, lab: str):
+        argv = sandbox.command([sys.executable, "-c", SERVER], writable=[str(workdir)])
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,

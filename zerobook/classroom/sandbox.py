@@ -30,10 +30,9 @@ import subprocess
 import sys
 
 from zerobook.trust.graded_rank import GRADED_ENV
-from zerobook.classroom import limits, unseen
+from zerobook.classroom import limits
 from zerobook.classroom.sandbox_contents import (
     folders_to,
-    package_folders,
     passed_env,
     read_only_roots,
     system_binds,
@@ -80,16 +79,13 @@ def command(
     environ=None,
     readable=(),
     copies: dict | None = None,
-    hidden=(),
-    stub=None,
 ) -> list[str]:
     """`argv` wrapped in bwrap: the sandbox above, with `writable` folders bound read-write at
     their own paths, and `copies` ({path: a copy of that folder}) each copy bound read-write at
     the path it copies (what is done there inside stays in the copy; the folder itself is never
     writable inside), `cwd` (default: the first writable one) as its working directory; inside,
     only passed_env(environ) (default: this process's), HOME and the caches in its private /tmp,
-    and `env`; `hidden` files and folders of the package replaced by `stub` (zerobook.classroom.
-    unseen). With OFF_ENV=1 in this process's environment: argv itself, unsandboxed.
+    and `env`. With OFF_ENV=1 in this process's environment: argv itself, unsandboxed.
     A root grader's job uid (zerobook.classroom.limits.job_uid) is given the writable folders and
     the readable files, and the processes inside run as it."""
     if os.environ.get(OFF_ENV) == "1":
@@ -111,8 +107,6 @@ def command(
     ]
     args += tmpfs("/dev/shm", bounds)
     args += [a for bind in binds for a in bind]
-    # over its binds
-    args += unseen.binds(hidden, stub, package_folders()) if hidden else []
     if uid is not None:
         for path in [*writable, *copies.values(), *readable]:
             os.chown(path, uid, uid)
@@ -209,9 +203,8 @@ class RankSandbox:
     theirs, each process started under set_limits (grading: the student's code sees
     nothing else)."""
 
-    def __init__(self, writable, hidden=(), stub=None):
+    def __init__(self, writable):
         self.writable = [str(folder) for folder in writable]
-        self.hidden, self.stub = list(hidden), stub  # zerobook.classroom.unseen
 
     def wrap(self, argv: list[str], report_dir: str, environ: dict) -> list[str]:
         writable = [report_dir, *self.writable]
@@ -223,8 +216,6 @@ class RankSandbox:
             writable=writable,
             cwd=os.getcwd(),
             environ=environ,
-            hidden=self.hidden,
-            stub=self.stub,
         )
 
     @staticmethod

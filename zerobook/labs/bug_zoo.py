@@ -42,8 +42,6 @@ from zerobook.labs.harness import (
 from zerobook.trust import plain_objects
 
 PARTS = ("skip", "uneven", "replicas")
-# the course's DDP loops: what this lab has the student repair
-UNSEEN = ("zerobook.runs.gone_wrong",)  # hidden from a graded submission
 WIDTH = 16
 # extras: samples left over after `steps` full batches on every rank, one case each (1 on 3
 # ranks: a seventh step for rank 0 alone; 7: 21, 20, 20 samples, a seventh full batch for rank 0,

@@ -55,11 +55,6 @@ EVERY, KILL_AT, BUCKET_CAP_BYTES = HIDDEN["every"], HIDDEN["kill_at"], 64 * 1024
 if not 0 < EVERY < KILL_AT < PREFIX <= STEPS or KILL_AT % EVERY:
     raise ValueError(f"capstone: 0 < every < kill_at < prefix <= steps, kill_at a "
                      f"multiple of every: {dict(HIDDEN)}")  # fmt: skip
-UNSEEN = (
-    "zerobook.zero",
-    "zerobook.data_parallel.ddp",
-    "zerobook.labs.zero3_events",
-)  # hidden while graded
 
 
 def model_from(me) -> torch.nn.Module:

@@ -44,9 +44,6 @@ BUCKET_CAP_BYTES, STEPS, SEED = (
     HIDDEN["seed"],
 )
 BATCH, LR = 2, 1e-3
-# the course's DDP, and the grader's record of buckets
-# hidden from a graded submission (a literal: zerobook.classroom.unseen reads it, never runs it)
-UNSEEN = ("zerobook.data_parallel.ddp", "zerobook.labs.bucket_events")
 
 
 class Arrivals:

@@ -51,13 +51,6 @@ OPTIMIZERS = frozen({  # any element-wise torch.optim optimizer: two of them, in
     "AdamW": (torch.optim.AdamW, {"lr": 1e-3, "weight_decay": 0.1}),
     "SGD": (torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.1}),
 })  # fmt: skip
-# hidden from a graded submission (zerobook.classroom.unseen): not the harness's own zero_probe
-UNSEEN = (
-    "zerobook.zero",
-    "zerobook.labs.zero_events",
-    "zerobook.labs.zero_held",
-    "zerobook.labs.bucket_events",
-)
 
 
 class Arrivals:

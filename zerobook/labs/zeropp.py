@@ -48,10 +48,6 @@ STEPS, ROWS = (
     12,
     4,
 )  # the short training: steps, and windows of real text per rank a step
-# the course's qwZ, hpZ and qgZ, and the checks, hidden while graded (zerobook.classroom.unseen);
-# its ZeRO-3, which the short training runs the student's functions in, stays
-UNSEEN = ("zerobook.zero.quantized", "zerobook.zero.hpz", "zerobook.zero.qgz",
-          "zerobook.labs.zeropp_checks")  # fmt: skip
 
 
 def weights(seed: int, size: int, dtype=torch.float32) -> torch.Tensor:

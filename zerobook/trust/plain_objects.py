@@ -80,7 +80,7 @@ def tensors_only(load):
 
     def load_tensors(*args, **kwargs):
         if kwargs.get("weights_only") is False:
-            from zerobook.trust.restricted import PolicyViolation
+            from zerobook.trust.policy import PolicyViolation
 
             raise PolicyViolation(
                 "torch.load(weights_only=False) would run a pickle's code: load tensors"

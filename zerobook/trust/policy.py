@@ -32,6 +32,11 @@ from the file's syntax tree (zerobook.trust.policy_text) and kept while it runs
 from __future__ import annotations
 
 
+class PolicyViolation(ImportError):
+    """The student's file uses what its lab's rules refuse: the part scores 0 (the run ends at
+    the import, zerobook.labs.crash), the message naming each line and why."""
+
+
 # names Python's syntax uses that are not a library's inside
 OWN_DUNDERS = {"__name__", "__init__"}
 # the special methods a file's class may define: the protocols a solution uses, none that

@@ -24,6 +24,7 @@ import weakref
 from pathlib import Path
 
 from zerobook.trust import policy, policy_text
+from zerobook.trust.policy import PolicyViolation
 
 
 def guarded(function, what: str, made=None):
@@ -119,11 +120,6 @@ _VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # view -> (lab,
 _GLOBALS: set = (
     set()
 )  # id() of every object a view handed out: libraries' globals, which live on
-
-
-class PolicyViolation(ImportError):
-    """The student's file uses what its lab's rules refuse: the part scores 0 (the run ends at
-    the import, zerobook.labs.crash), the message naming each line and why."""
 
 
 class View(types.ModuleType):
