@@ -54,6 +54,18 @@ def report(first: float, wall: float, outcomes: list, limits: dict, cli) -> str:
         )
     graded = sum(o.seconds for o in outcomes)
     per_student = wall / cli.students
+    steps = sorted({p for o in outcomes for p in o.phases})
+    rows += [
+        "",
+        "Where a submission's seconds go (zerobook.classroom.grade's steps; with --jobs > 1 a",
+        "step that writes the gradebook may have waited for another job's):",
+        "",
+        "| submission | " + " | ".join(steps) + " |",
+        "| --- |" + " ---: |" * len(steps),
+    ]
+    for o in sorted(outcomes, key=lambda o: (o.student, o.lab)):
+        cells = " | ".join(f"{o.phases.get(p, 0):.1f}" for p in steps)
+        rows.append(f"| {o.student} / {o.lab} | {cells} |")
     return "\n".join(
         [
             f"# Grading time: {cli.students} student(s) x {len(limits)} labs, --jobs {cli.jobs}, "

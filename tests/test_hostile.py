@@ -368,12 +368,15 @@ def test_forging_a_score_scores_zero_on_the_forged_parts(graded, student):
     assert total(root, student) == 0, done.stdout[-3000:]
 
 
-def test_a_run_part_patched_in_the_notebook_is_flagged_and_the_clean_run_counts(graded):
-    _, done, _, _, _ = graded
-    assert (
-        "FLAGGED: patch_run_part / setup_check: test_all_reduce: nbgrader's run scored 2"
-        in done.stdout
-    )
+def test_a_run_part_patched_in_the_notebook_never_runs_and_the_clean_run_counts(graded):
+    """Its cell replaces zerobook.grading.run_part: nothing runs it but the clean run's function
+    server, whose rules refuse zerobook (nbgrader does not execute the notebook). (It was
+    flagged when nbgrader's run of the notebook, which the patch fooled, disagreed with the
+    clean run; there is no such run now, and a notebook cell may import zerobook.)"""
+    root, _, _, scores, _ = graded
+    assert scores["patch_run_part"]["test_part1"] == 0
+    page = feedback_page(root, "patch_run_part", LAB)
+    assert "zerobook is not a module this lab's file may import" in page
 
 
 def test_a_wrapped_report_is_named_as_tampering(graded):
@@ -440,7 +443,7 @@ def test_a_notebook_linked_to_the_graders_stdout_stops_nobody(graded):
     back stopped the whole class's grading (no grades.csv). Now: everyone is graded but those
     who could not be, each with a reason, and grades.csv has a row for every one."""
     root, done, _, scores, _ = graded
-    not_graded = {"kernel_exit", "ignores_interrupt", "not_json", *planted(root)}
+    not_graded = {"not_json", *planted(root)}
     everyone = {*submissions(root), *planted(root)}
     lines = done.stdout.splitlines()
     graded_ = {
@@ -502,11 +505,27 @@ def test_no_process_a_submission_started_survives_grading(graded):
     assert not left
 
 
-@pytest.mark.parametrize("student", ["kernel_exit", "ignores_interrupt", "not_json"])
+@pytest.mark.parametrize(
+    "student, module", [("kernel_exit", "os"), ("ignores_interrupt", "signal")]
+)
+def test_a_function_that_would_kill_or_hang_its_kernel_costs_its_part_alone(
+    graded, student, module
+):
+    """os._exit(3), or a loop that ignores interrupts, in a notebook function: it killed or
+    hung nbgrader's run of the notebook, which no longer executes it; the clean run's function
+    server refuses the module it needs, so that part scores 0 and the rank parts count."""
+    root, done, _, scores, _ = graded
+    assert f"{student} / {LAB}: graded in" in done.stdout, done.stdout[-3000:]
+    assert scores[student] == {**POINTS, "test_part1": 0}
+    page = feedback_page(root, student, LAB)
+    assert f"{module} is not a module this lab's file may import" in page
+
+
 def test_a_notebook_that_cannot_be_graded_scores_zero_with_its_reason_and_stops_nobody(
-    graded, student
+    graded,
 ):
     root, done, _, _, _ = graded
+    student = "not_json"
     assert f"NOT GRADED: {student} / {LAB}" in done.stdout, done.stdout[-3000:]
     assert done.returncode == 1
     assert total(root, student) == 0

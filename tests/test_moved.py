@@ -89,13 +89,13 @@ OLD_NAMES = {
         "moment bounds limit retire_problems when_retired last_grad RETIRED retired stale_words held_problems peak"
     ),
     "zero_probe": (
-        "FUNCTIONS RS NUMBERED ALL_GATHER MEANS padded ordered optimizer_state state_bytes tensors_in find_optimizer identify describe rank_gradients held parse fits piece_verdicts same verdict traffic difference"
+        "RS NUMBERED ALL_GATHER MEANS padded ordered optimizer_state state_bytes find_optimizer identify describe rank_gradients held parse fits piece_verdicts same verdict traffic difference"
     ),
     "zero3_events": (
         "GATHER REDUCE padded unit_sizes blocks listed check_parity unwaited check_groups check_kept check_peak sent expected_sent check_traffic check_forward check_backward prefetch timeline"
     ),
     "zero3_record": (
-        "TORCH_FORBIDDEN HELD RecordedAdamW pieces torch_fsdp_used layout same owner step_events reachable kept"
+        "TORCH_FORBIDDEN HELD RecordedAdamW pieces torch_fsdp_used layout same owner step_events kept"
     ),
     "capstone_checks": (
         "first_parting curve_problems clip_problems expected_kept kept_problems target_problems resume_problems"

@@ -1,15 +1,14 @@
-"""Each graded launch runs once: the grader's clean run (zerobook.classroom.clean_score) records every part
-it launches, and the student's sandboxed kernel that nbgrader runs afterwards replays it instead of
-launching again (same lab, part, ranks, options and student file, to the byte).
+"""A launch recorded once and replayed: the tests run a lab's instructor notebook and its student
+version with the reference filled in, which launch the same parts of the same file (same lab,
+part, ranks, options and student file, to the byte); whichever runs second replays the first
+one's launches instead of launching again.
 
-    ZEROBOOK_RUN_CACHE=DIR ZEROBOOK_RUN_CACHE_WRITE=1   # the clean run: launch, then record
-    ZEROBOOK_RUN_CACHE=DIR                               # the kernel: replay what was recorded
-    ZEROBOOK_RUN_CACHE=DIR ZEROBOOK_RUN_CACHE_WRITE=new  # tests: replay, or launch and record
+    ZEROBOOK_RUN_CACHE=DIR ZEROBOOK_RUN_CACHE_WRITE=new  # replay, or launch and record
+    ZEROBOOK_RUN_CACHE=DIR ZEROBOOK_RUN_CACHE_WRITE=1    # launch, then record
+    ZEROBOOK_RUN_CACHE=DIR                               # replay what was recorded
 
-Only scores from the clean run count, so the kernel reading the record changes nothing it could
-gain from; it saves every launch a second time (half the CPU of grading). The third way is the
-tests': a lab's instructor notebook and its student version with the reference filled in launch
-the same parts of the same file, and whichever runs second replays the first one's launches.
+Grading does not use it: a submission's only execution is its clean run
+(zerobook.classroom.grade).
 """
 
 from __future__ import annotations

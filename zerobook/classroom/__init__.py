@@ -9,9 +9,8 @@ clean_run     a notebook scored clean, in a fresh process; the limits the refere
 clean_score   that process: the course's tests against a submission's answers
 function_server  the functions a notebook defines, run sandboxed for the clean run
 review        flags for the instructor: what no solution needs, read from the cells (not run)
-sandbox       bubblewrap around a student's kernel and ranks; RankSandbox for zb.torchrun
+sandbox       bubblewrap around a submission's ranks and functions; RankSandbox for zb.torchrun
 sandbox_contents  what a sandbox holds: the folders bound in, the variables that pass
-sandbox_kernel    the student's kernel inside one, and the kernelspec nbgrader starts it by
 limits        what one submission may use together (processes, memory, disk), and job uids
 watchdog      kills a submission that passes its bounds, recording why
 feedback      what the student and the instructor read afterwards

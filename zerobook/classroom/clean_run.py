@@ -20,7 +20,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from zerobook import run_cache
 from zerobook.classroom import clean_score
 from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S
 from zerobook.grading import PART_TIMEOUT_ENV
@@ -55,12 +54,10 @@ def clean_run(
     lab: str,
     notebook: Path,
     limits: dict | None = None,
-    replays: str | None = None,
     job: dict | None = None,
 ) -> dict:
     """zerobook.classroom.clean_score on `notebook`, in a private scratch folder: {grade_id: result};
-    limits: {"part_s", "cell_s"} (lab_limits); replays: a folder to record its launches in
-    (zerobook.run_cache), for the kernel to replay."""
+    limits: {"part_s", "cell_s"} (lab_limits); job: the grading job's environment."""
     env = dict(
         os.environ,
         **(
@@ -71,7 +68,6 @@ def clean_run(
             if limits
             else {}
         ),
-        **({run_cache.CACHE_ENV: replays, run_cache.WRITE_ENV: "1"} if replays else {}),
         **(job or {}),
         **hidden_env(labs, lab),
     )

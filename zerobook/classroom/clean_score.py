@@ -74,7 +74,7 @@ def student_sources(submitted: dict) -> dict[str, str]:
 
 def write_rank_script(source: str, workdir: Path) -> None:
     """The rank script cell's `%%writefile NAME` body, written to WORKDIR/NAME (a bare name only),
-    byte for byte as the cell writes it (so that the kernel's launches replay: zerobook.run_cache);
+    byte for byte as the cell writes it;
     a new file: never through a link the function server, which may write WORKDIR, left there."""
     first, _, body = source.partition("\n")
     parts = first.split()

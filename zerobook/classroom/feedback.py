@@ -1,11 +1,10 @@
 """What a graded submission leaves: its scores in the gradebook, its feedback, the instructor's flags.
 
-`reconcile` writes the clean run's score (zerobook.classroom.clean_score) over nbgrader's where they differ;
+`record` writes the clean run's scores (zerobook.classroom.clean_score) as the autograded ones;
 `awaiting_manual` and `label_awaiting` say which answers wait for the instructor's hand-grade
 (nbgrader shows them as 0), on the feedback page; `scrub` builds the notebook the feedback is
 made from: the hidden tests' source left out, each test cell's outputs the clean run's (what the
-test printed, its error), every other cell's as the student submitted them (never nbgrader's
-run's, whose kernel ran the hidden tests), each output, cell and the notebook's metadata rebuilt
+test printed, its error), every other cell's as the student submitted them, each output, cell and the notebook's metadata rebuilt
 from what the page renders (zerobook.classroom.shown), capped, each path as the course names it
 (zerobook.classroom.relative_paths); `tampered_tests` names test cells a student edited;
 `failure_page` gives a submission that could not be graded its reason (grades.csv its 0:
@@ -49,27 +48,19 @@ def test_cells(notebook: dict) -> dict[str, dict]:
     return out
 
 
-def reconcile(root: Path, lab: str, student: str, clean: dict) -> list[str]:
-    """Where nbgrader's score of a test differs from the clean run's, the clean one counts (the
-    gradebook's manual score); a flag for each. Agreement clears an earlier override."""
+def record(root: Path, lab: str, student: str, clean: dict) -> None:
+    """Each autograded test's score in the gradebook is the clean run's (nbgrader's autograde
+    does not execute the notebook: zerobook.classroom.grade); the answers graded by hand keep
+    the instructor's scores."""
     from nbgrader.api import Gradebook
 
-    flags = []
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
         for grade in gradebook.find_submission_notebook(lab, lab, student).grades:
             result = clean.get(grade.name)
-            if result is None or grade.auto_score is None:
+            if result is None:  # an answer graded by hand
                 continue
-            agree = abs(grade.auto_score - result["score"]) < 1e-9
-            grade.manual_score = None if agree else result["score"]
-            if not agree:
-                why = f" ({result['error']})" if result["error"] else ""
-                flags.append(
-                    f"{grade.name}: nbgrader's run scored {grade.auto_score:g}, the clean run "
-                    f"{result['score']:g}{why}; the clean score counts"
-                )
+            grade.auto_score, grade.manual_score = result["score"], None
         gradebook.db.commit()
-    return flags
 
 
 def tampered_tests(root: Path, lab: str, notebook_path: Path) -> list[str]:
@@ -99,9 +90,9 @@ def scrub(
     (the hidden tests' replaced by a note); each test cell's outputs from the clean run alone
     (`clean`: grade_id -> its result: what the test printed, then its error); every other
     cell's outputs as the student submitted them (`submitted`; None: the notebook at
-    `autograded` is the submission), never as nbgrader's run of the notebook left them (that
-    kernel ran the hidden tests: a display updated after them, a hook that printed their
-    source). Every output rebuilt from what the page renders (zerobook.classroom.shown),
+    `autograded` is the submission), never outputs produced once the hidden tests were in
+    (nbgrader's autograde does not execute the notebook; an execution that did would let a
+    display updated after them, or a hook, print their source). Every output rebuilt from what the page renders (zerobook.classroom.shown),
     capped; read and written as untrusted (zerobook.trust.untrusted: a regular file, never
     a link)."""
     if not os.path.lexists(autograded):

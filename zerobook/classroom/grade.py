@@ -3,14 +3,16 @@
     python -m zerobook.classroom grade [--only LAB ...] [--jobs N] [--all] [--no-sandbox]
 
 For each submission (submitted/STUDENT/LAB/LAB.ipynb), new or changed since it was last graded
-(--all: every one; zerobook.classroom.submissions says which): nbgrader autogrades it with the
-student's kernel in a sandbox (zerobook.classroom.sandbox: only that submission's folder, no
-network but loopback, nothing survives it); zerobook.classroom.clean_run re-runs every autograded
-test from the course's notebook, in a process the student's code never runs in (it also times the
-reference, which sets each lab's limits); where the two disagree the clean score is written to the
-gradebook and the submission is flagged for the instructor; the feedback page is built from the
-clean run's results and the notebook as submitted (zerobook.classroom.feedback.scrub). A
-submission that cannot be graded (not a notebook, a dead kernel, a timeout) scores 0 with its
+(--all: every one; zerobook.classroom.submissions says which): zerobook.classroom.clean_run runs
+every autograded test of the course's notebook against the submission's answers, the student's
+code sandboxed (zerobook.classroom.sandbox: only that submission's folder, no network but
+loopback, nothing survives it) and never in the grader's process (it also times the reference,
+which sets each lab's limits). nbgrader autogrades the notebook without executing it (the
+hidden tests put in, the cells checked, the answers graded by hand listed) and the clean run's
+scores are its scores in the gradebook (zerobook.classroom.feedback.record): the only execution
+of a submission is the clean run. The feedback page is built from the clean run's results and
+the notebook as submitted (zerobook.classroom.feedback.scrub). A
+submission that cannot be graded (not a notebook, a cell past its limit) scores 0 with its
 reason in its feedback; one that grading failed on the course's side is not graded nor blamed
 on the student (zerobook.classroom.grader_errors); everyone else is graded.
 grades.csv is written for everyone graded; the summary lists failures (exit 1 if any) and flags.
@@ -18,11 +20,10 @@ grades.csv is written for everyone graded; the summary lists failures (exit 1 if
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
-import shutil
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -36,9 +37,8 @@ from zerobook.classroom import (
     grading_health,
     review,
     sandbox,
-    sandbox_kernel,
 )
-from zerobook.classroom.clean_run import clean_run, hidden_env, lab_limits
+from zerobook.classroom.clean_run import clean_run, lab_limits
 from zerobook.classroom.submissions import (
     STATE,
     load_state,
@@ -47,7 +47,7 @@ from zerobook.classroom.submissions import (
     to_grade,
 )
 from zerobook.classroom.limits import Bounds, job_env, mechanism
-from zerobook.classroom.nbgrader_app import SUBMISSION_TIMEOUT_S, StepFailed, nbgrader
+from zerobook.classroom.nbgrader_app import StepFailed, nbgrader
 from zerobook.classroom.release import lab_names
 from zerobook.classroom.watchdog import Watchdog
 from zerobook.trust import untrusted
@@ -67,6 +67,21 @@ class Outcome:
     awaiting: dict[str, float] = field(default_factory=dict)
     failed_tests: list[str] = field(default_factory=list)  # what the clean run failed
     grader_error: str | None = None  # what broke on the course's side: not graded
+    phases: dict[str, float] = field(
+        default_factory=dict
+    )  # seconds of each step (timed)
+
+
+@contextlib.contextmanager
+def timed(outcome: Outcome, phase: str):
+    """Add the seconds of the block to `outcome.phases[phase]`."""
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        outcome.phases[phase] = (
+            outcome.phases.get(phase, 0.0) + time.monotonic() - start
+        )
 
 
 class Grader:
@@ -85,11 +100,7 @@ class Grader:
         self.bounds, self.slots = Bounds.from_env(), queue.SimpleQueue()
         for slot in range(max(1, jobs)):  # a uid and a watchdog per concurrent job
             self.slots.put(job_env(slot, self.bounds))
-        self.kernels, self.health = None, grading_health.Health(sandboxed)
-        if sandboxed:
-            self.kernels = sandbox_kernel.kernelspec(
-                Path(tempfile.mkdtemp(prefix="zerobook-kernelspec-"))
-            )
+        self.health = grading_health.Health(sandboxed)
 
     def submission(self, lab: str, student: str) -> Outcome:
         """One student's lab, timed, within its bounds (zerobook.classroom.limits: a watchdog
@@ -114,8 +125,8 @@ class Grader:
         return grader_errors.judged(outcome, self.health, before, self.root)
 
     def grade_one(self, outcome: Outcome, job=None, watchdog=None) -> Outcome:
-        """Autograde (sandboxed) beside the clean run, reconcile, feedback; a submission
-        the watchdog stopped in its clean run is not autograded."""
+        """The clean run, nbgrader's autograde (not executed) with the clean scores, feedback;
+        a submission the watchdog stopped in its clean run is not autograded."""
         lab, student = outcome.lab, outcome.student
         notebook = self.root / "submitted" / student / lab / f"{lab}.ipynb"
         why = submission_problem(self.root, lab, student)
@@ -127,32 +138,30 @@ class Grader:
             return self.failed(
                 outcome, f"{notebook.name} is not a notebook (not valid JSON: {exc})"
             )
-        with tempfile.TemporaryDirectory(
-            prefix="zerobook-replay-"
-        ) as replays:  # zerobook.run_cache
-            clean = clean_run(
-                self.labs, lab, notebook, self.limits.get(lab), replays, job
-            )
-            if watchdog is not None and watchdog.reason:
-                return outcome
-            try:
-                self.autograde(lab, student, replays, job)
-            except StepFailed as exc:
-                return self.failed(outcome, str(exc))
+        with timed(outcome, "clean run"):
+            clean = clean_run(self.labs, lab, notebook, self.limits.get(lab), job)
+        if watchdog is not None and watchdog.reason:
+            return outcome
+        try:
+            self.autograde(lab, student, outcome)
+        except StepFailed as exc:
+            return self.failed(outcome, str(exc))
         if "error" in clean:
             return self.failed(outcome, str(clean["error"]))
         outcome.failed_tests = [
             gid for gid, result in clean.items() if result.get("error")
         ]
-        with self.lock:  # one gradebook writer at a time
-            outcome.flags += feedback.reconcile(self.root, lab, student, clean)
+        with self.lock, timed(outcome, "gradebook"):  # one writer at a time
+            feedback.record(self.root, lab, student, clean)
             outcome.awaiting = feedback.awaiting_in(self.root, lab, student)
         try:  # what goes wrong here costs this student alone
-            outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
-            outcome.flags += review.review_file(notebook, lab)  # read, never run
+            with timed(outcome, "review"):
+                outcome.flags += feedback.tampered_tests(self.root, lab, notebook)
+                outcome.flags += review.review_file(notebook, lab)  # read, never run
             autograded = self.root / "autograded" / student / lab / f"{lab}.ipynb"
-            feedback.scrub(autograded, clean, submitted=notebook)
-            with self.lock:
+            with timed(outcome, "feedback"):
+                feedback.scrub(autograded, clean, submitted=notebook)
+            with self.lock, timed(outcome, "feedback"):
                 nbgrader(
                     self.labs,
                     self.root,
@@ -168,13 +177,12 @@ class Grader:
         feedback.label_awaiting(page, outcome.awaiting)
         return outcome
 
-    def autograde(self, lab: str, student: str, replays: str, job=None) -> None:
-        """nbgrader autograde of one submission, its launches replayed from the clean
-        run's; one at a time (each writes the gradebook, a SQLite file: one writer,
-        never "database is locked"), while other jobs' clean runs go on."""
-        limits = self.limits.get(lab)
-        cell_limit = [f"--Execute.timeout={limits['cell_s']}"] if limits else []
-        with self.lock:
+    def autograde(self, lab: str, student: str, outcome: Outcome) -> None:
+        """nbgrader autograde of one submission, not executed (the clean run is its only
+        execution): the hidden tests put in, its cells checked against the source, its
+        grades in the gradebook. One at a time (each writes the gradebook, a SQLite file:
+        one writer, never "database is locked"), while other jobs' clean runs go on."""
+        with self.lock, timed(outcome, "autograde"):
             nbgrader(
                 self.labs,
                 self.root,
@@ -183,12 +191,7 @@ class Grader:
                 "--force",
                 "--student",
                 student,
-                *cell_limit,
-                sandbox=self.kernels,
-                replays=replays,
-                job={**(job or {}), **hidden_env(self.labs, lab)},
-                part_s=limits and limits["part_s"],
-                timeout=limits["submission_s"] if limits else SUBMISSION_TIMEOUT_S,
+                "--Execute.enabled=False",
             )
 
     def failed(self, outcome: Outcome, reason: str) -> Outcome:
@@ -235,14 +238,8 @@ def grade(
     # imported now: the environment may break while grading
     export = grades_csv.exporter()
     grader = Grader(labs, root, sandboxed, limits, jobs)
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            outcomes = list(
-                pool.map(lambda job: grader.submission(job[0], job[1]), todo)
-            )
-    finally:  # the sandboxed kernels' spec folder, made for this call
-        if grader.kernels is not None:
-            shutil.rmtree(grader.kernels, ignore_errors=True)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        outcomes = list(pool.map(lambda job: grader.submission(job[0], job[1]), todo))
     state = load_state(root)
     # unchanged, a failure would fail again (--all retries); a grader error: None, graded again
     for (lab, student, d), outcome in zip(todo, outcomes):

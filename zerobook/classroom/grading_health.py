@@ -3,10 +3,10 @@
 `Health.problem` says what broke on the course's side, or None:
 
 - the installed environment changed while the submission was graded (`fingerprint`: the
-  interpreter, its site-packages, torch, nbgrader or ipykernel replaced: a virtual
+  interpreter, its site-packages, torch or nbgrader replaced: a virtual
   environment rebuilt underneath the grader);
 - a fresh process of the grading interpreter cannot import what grading runs (`check`:
-  torch, zerobook, the clean run, the lab's harness, nbgrader, ipykernel), or (sandboxed)
+  torch, zerobook, the clean run, the lab's harness, nbgrader), or (sandboxed)
   bubblewrap cannot make a sandbox.
 
 The check takes seconds (it imports torch); a passing one is remembered for as long as every
@@ -25,7 +25,7 @@ import sysconfig
 from pathlib import Path
 
 HEALTH_TIMEOUT_S = 300  # imports on a machine busy grading other submissions
-WATCHED = ("torch", "nbgrader", "ipykernel")  # in site-packages: replaced = changed
+WATCHED = ("torch", "nbgrader")  # in site-packages: replaced = changed
 # imported in this order by the check; the lab's own harness after zerobook.labs.harness
 MODULES = (
     "torch",
@@ -36,7 +36,6 @@ MODULES = (
     "zerobook.classroom.clean_score",
     "zerobook.labs.harness",
     "nbgrader.apps",
-    "ipykernel.kernelapp",
 )
 # run by the check: the first import that fails, or every file loaded (shared objects
 # included) and the import path

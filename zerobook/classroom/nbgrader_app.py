@@ -1,5 +1,5 @@
 """One nbgrader command, run on the course: its configuration in labs/, its root the course
-directory, its kernels (when grading) in the classroom's sandbox.
+directory (grading executes no notebook with it: zerobook.classroom.grade).
 
     nbgrader(labs, root, "generate_assignment", "ring_allreduce", "--force")
 
@@ -15,12 +15,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from zerobook import run_cache
 from zerobook.classroom import nbgrader_fork
-from zerobook.grading import COURSE_ROOT_ENV, PART_TIMEOUT_ENV
+from zerobook.grading import COURSE_ROOT_ENV
 
 SUBMISSION_TIMEOUT_S = 1800  # one student's lab, autograde and clean run each (cells stop themselves sooner)
 QUIET = (
@@ -37,41 +35,23 @@ def nbgrader(
     labs: Path,
     root: Path,
     *args: str,
-    sandbox: Path | None = None,
     timeout=SUBMISSION_TIMEOUT_S,
-    part_s=None,
-    replays: str | None = None,
-    job: dict | None = None,
 ) -> str:
-    """Run one nbgrader command in labs/ (its config) on course directory `root`, kernels in
-    `sandbox`'s kernelspec (zerobook.classroom.sandbox) if given, launches stopped after `part_s`; its
-    output; StepFailed if it fails. job: the grading job's environment."""
+    """Run one nbgrader command in labs/ (its config) on course directory `root`; its
+    output; StepFailed if it fails or takes longer than `timeout`."""
     bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
     env = dict(
         os.environ,
         PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         **{COURSE_ROOT_ENV: str(root.resolve())},
-        **({PART_TIMEOUT_ENV: str(part_s)} if part_s else {}),
-        **({run_cache.CACHE_ENV: replays} if replays else {}),
-        **(job or {}),
     )
-    extra = []
-    with tempfile.TemporaryDirectory(prefix="zerobook-kernel-") as runtime:
-        if (
-            sandbox is not None
-        ):  # ipc sockets in a folder of this call's own: the kernel has no network
-            env.update(JUPYTER_PATH=str(sandbox), JUPYTER_RUNTIME_DIR=runtime)
-            extra = [
-                "--KernelManager.transport=ipc",
-                f"--KernelManager.ip={runtime}/kernel",
-            ]
-        run = nbgrader_fork.command if FORKED[0] else fresh
-        returncode, printed = run([*args, *extra], labs, env, timeout)
-        if returncode is None:
-            raise StepFailed(
-                f"nbgrader {args[0]} took longer than {timeout} s: a cell that would not stop "
-                "(an infinite loop that ignores interrupts?)"
-            )
+    run = nbgrader_fork.command if FORKED[0] else fresh
+    returncode, printed = run(list(args), labs, env, timeout)
+    if returncode is None:
+        raise StepFailed(
+            f"nbgrader {args[0]} took longer than {timeout} s: a cell that would not stop "
+            "(an infinite loop that ignores interrupts?)"
+        )
     output = "\n".join(
         line for line in printed.splitlines() if not any(q in line for q in QUIET)
     )

@@ -2,7 +2,6 @@
 touch while the instructor grades it.
 
     command(["python", "-c", "..."], writable=[submission_dir])  # an argv to run
-    python -m zerobook.classroom.sandbox_kernel -f CONNECTION_FILE   # a kernel inside
 
 Inside: the system's programs and libraries, the interpreter, the venv and the zerobook
 package, all read-only (at their real paths: a venv may be a link to a shared one, an
@@ -16,8 +15,7 @@ grader's job uid (zerobook.classroom.limits), else uid UID of a user namespace. 
 space and file size per process (LIMITS), the submission's bounds (zerobook.classroom.limits: per
 process here, all its processes together by the grader's watchdog); time is the
 caller's (a cell's timeout, a launch's timeout). Linux only; `available()` says why not.
-What is bound inside and which variables pass: zerobook.classroom.sandbox_contents; the kernel
-nbgrader starts inside: zerobook.classroom.sandbox_kernel.
+What is bound inside and which variables pass: zerobook.classroom.sandbox_contents.
 """
 
 from __future__ import annotations
@@ -78,12 +76,9 @@ def command(
     env: dict | None = None,
     environ=None,
     readable=(),
-    copies: dict | None = None,
 ) -> list[str]:
     """`argv` wrapped in bwrap: the sandbox above, with `writable` folders bound read-write at
-    their own paths, and `copies` ({path: a copy of that folder}) each copy bound read-write at
-    the path it copies (what is done there inside stays in the copy; the folder itself is never
-    writable inside), `cwd` (default: the first writable one) as its working directory; inside,
+    their own paths, `cwd` (default: the first writable one) as its working directory; inside,
     only passed_env(environ) (default: this process's), HOME and the caches in its private /tmp,
     and `env`. With OFF_ENV=1 in this process's environment: argv itself, unsandboxed.
     A root grader's job uid (zerobook.classroom.limits.job_uid) is given the writable folders and
@@ -93,10 +88,9 @@ def command(
     uid, bounds = limits.job_uid(), limits.Bounds.from_env()
     args = ["bwrap", *namespaces(uid), "--die-with-parent", *system_binds()]
     args += tmpfs("/tmp", bounds)  # first: a venv may live under /tmp
-    real, copies = os.path.realpath, copies or {}
+    real = os.path.realpath
     binds = [("--ro-bind", root, root) for root in read_only_roots()]
     binds += [("--bind", real(folder), real(folder)) for folder in writable]
-    binds += [("--bind", real(copy), real(path)) for path, copy in copies.items()]
     binds += [("--ro-bind", real(path), real(path)) for path in readable]  # files
     args += [
         *folders_to(dest for *_, dest in binds),
@@ -108,7 +102,7 @@ def command(
     args += tmpfs("/dev/shm", bounds)
     args += [a for bind in binds for a in bind]
     if uid is not None:
-        for path in [*writable, *copies.values(), *readable]:
+        for path in [*writable, *readable]:
             os.chown(path, uid, uid)
     where = cwd or (os.path.realpath(writable[0]) if writable else "/tmp")
     inside = {
