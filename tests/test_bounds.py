@@ -273,3 +273,28 @@ def test_a_process_named_bwrap_inside_a_sandbox_is_no_root_of_the_job(monkeypatc
     monkeypatch.setattr(watchdog, "_processes", sorted)
     members, roots = Watchdog(marker, limits.Bounds(**BOUNDS)).members()
     assert roots == [100] and members == [100, 101, 102]
+
+
+@pytest.mark.parametrize(
+    "cores, free_gib, jobs",
+    [(16, 128, 8), (16, 12, 2), (2, 64, 1), (1, 64, 1), (8, 4, 1)],
+)
+def test_grade_without_jobs_grades_one_per_two_cores_as_memory_allows(
+    monkeypatch, cores, free_gib, jobs
+):
+    """`grade` without --jobs: one submission per two cores, no more than the free memory
+    holds at the memory bound (6 GiB each), at least one; the words say both."""
+    import os
+    import types
+
+    import psutil
+
+    from zerobook.classroom import limits
+
+    monkeypatch.setattr(
+        os, "sched_getaffinity", lambda _: set(range(cores)), raising=False
+    )
+    free = types.SimpleNamespace(available=free_gib * 2**30)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: free)
+    found, why = limits.auto_jobs(limits.Bounds())
+    assert found == jobs and f"{cores} cores" in why and "6,144 MiB each" in why

@@ -253,3 +253,35 @@ def test_lab_0_cannot_be_passed_without_its_collectives(tmp_path):
     student.write_text(lab_solution("setup_check"))
     run = zb.grading.run_part("setup_check", str(student), "all_reduce", nproc=3)
     assert all(r["secret_total"] == r["secret_truth"] for r in run.ranks)
+
+
+def test_a_cell_left_out_of_grading_binds_nothing_a_later_cell_reads():
+    """A course cell tagged NOT_GRADED (it only shows what the student's file does, as Lab 8's
+    run of the broken loops) is left out of the clean run: no later cell may read a name it
+    binds, or a test would read what grading never made."""
+    import ast
+    import json
+
+    from zerobook.classroom.clean_score import cells_of
+
+    left_out = 0
+    for path in sorted(Path(zb.__file__).parents[1].glob("labs/*/*.ipynb")):
+        cells = cells_of(json.loads(path.read_text()))
+        for at, (kind, _, source) in enumerate(cells):
+            if kind != "shown":
+                continue
+            left_out += 1
+            tree = ast.parse(source)
+            later = "\n".join(s for k, _, s in cells[at + 1 :] if not s.startswith("%"))
+            read = {
+                n.id
+                for n in ast.walk(ast.parse(later))
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            }
+            stored = {
+                n.id
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+            assert not (stored & read), (path.name, source[:60], stored & read)
+    assert left_out >= 1  # Lab 8's run of the broken loops

@@ -3,6 +3,7 @@
     python -m zerobook.classroom release   # labs/*/NAME.ipynb -> _build/nbgrader/release/NAME/
     python -m zerobook.classroom grade     # new or changed submissions under _build/nbgrader/submitted/
     python -m zerobook.classroom grade --jobs 2 --all   # two at once, every submission again
+                                           # (without --jobs: one per 2 cores, as memory allows)
     python -m zerobook.classroom release --only zero3 fsdp2   # some labs only (release or grade)
     python -m zerobook.classroom book      # student versions for the book: labs/ -> book/labs/NAME.ipynb
     python -m zerobook.classroom student-branch   # book/labs/ as branch student-labs (launch buttons)
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 from zerobook.classroom.grade import grade
+from zerobook.classroom.limits import Bounds, auto_jobs
 from zerobook.classroom.release import BOOK_LABS, book_labs, release
 from zerobook.classroom.sandbox import available
 from zerobook.classroom.student_branch import STUDENT_BRANCH, commit_student_versions
@@ -38,7 +40,10 @@ def main(argv=None) -> None:
         "--only", nargs="*", default=(), metavar="LAB", help="these labs only"
     )
     parser.add_argument(
-        "--jobs", type=int, default=1, help="submissions graded at once"
+        "--jobs",
+        type=int,
+        default=None,
+        help="submissions graded at once (default: one per 2 cores, as memory allows)",
     )
     parser.add_argument(
         "--all", action="store_true", help="regrade unchanged submissions too"
@@ -72,6 +77,9 @@ def main(argv=None) -> None:
             "and other submissions and to rewrite the gradebook. Install it, or pass --no-sandbox to "
             "grade trusted notebooks anyway."
         )
+    if cli.jobs is None:
+        cli.jobs, why = auto_jobs(Bounds.from_env())
+        print(f"grading {cli.jobs} submission(s) at once ({why}; --jobs N to choose)")
     _, outcomes = grade(
         cli.labs.resolve(),
         cli.root.resolve(),

@@ -38,14 +38,21 @@ CELL_TIMEOUT_S = (
 )
 
 
+# a course cell that launches the student's file only to show what it does (Lab 8's broken
+# loops run before they are repaired: 3 launches, half its clean run); its names read by no
+# later cell (tests/test_labs.py)
+NOT_GRADED = "not-in-grading"
+
+
 def nbgrader_meta(cell: dict) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {})
 
 
 def cells_of(notebook: dict) -> list[tuple[str, dict, str]]:
     """(kind, nbgrader metadata, source) of each code cell: "test" (autograded: grade, no
-    solution), "rank_script", "solution" (a student's functions), "manual" (graded by hand), or
-    "setup" (the course's own code)."""
+    solution), "rank_script", "solution" (a student's functions), "manual" (graded by hand),
+    "setup" (the course's own code), or "shown" (the course's cell tagged NOT_GRADED, which
+    only shows the student what their file does: the clean run leaves it out)."""
     out = []
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code":
@@ -58,7 +65,8 @@ def cells_of(notebook: dict) -> list[tuple[str, dict, str]]:
         elif meta.get("solution"):
             kind = "manual" if meta.get("grade") else "solution"
         else:
-            kind = "setup"
+            tags = cell.get("metadata", {}).get("tags", [])
+            kind = "shown" if NOT_GRADED in tags else "setup"
         out.append((kind, meta, source))
     return out
 

@@ -62,6 +62,23 @@ class Bounds:
         return {ENV_PREFIX + k.upper(): str(v) for k, v in asdict(self).items()}
 
 
+def auto_jobs(bounds: Bounds) -> tuple[int, str]:
+    """How many submissions `grade` grades at once when --jobs is not given, and why in words:
+    one per two cores (a lab launches 2 to 4 ranks), no more than the free memory holds at
+    each submission's memory bound."""
+    import psutil
+
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; macOS has none
+    cores = len(affinity(0)) if affinity else os.cpu_count() or 1
+    free_mb = psutil.virtual_memory().available // 2**20
+    jobs = max(1, min(cores // 2, free_mb // bounds.memory_mb))
+    why = (
+        f"{cores} cores and {free_mb:,} MiB free: one per 2 cores, "
+        f"{bounds.memory_mb:,} MiB each"
+    )
+    return jobs, why
+
+
 def job_env(slot: int, bounds: Bounds) -> dict[str, str]:
     """The environment of grading job `slot`'s subprocesses: its marker, its bounds, and
     (a root grader) a uid of its own (claim_uid)."""
