@@ -277,7 +277,7 @@ def test_a_process_named_bwrap_inside_a_sandbox_is_no_root_of_the_job(monkeypatc
 
 @pytest.mark.parametrize(
     "cores, free_gib, jobs",
-    [(16, 128, 8), (16, 12, 2), (2, 64, 1), (1, 64, 1), (8, 4, 1)],
+    [(16, 128, 8), (16, 48, 8), (16, 12, 2), (2, 64, 1), (1, 64, 1), (8, 4, 1)],
 )
 def test_grade_without_jobs_grades_one_per_two_cores_as_memory_allows(
     monkeypatch, cores, free_gib, jobs

@@ -282,6 +282,16 @@ def test_the_readmes_grading_times_are_the_saved_measurement():
     assert f"{own} s of grading for the {count} labs, {whole} s for the" in readme
     per_hundred = re.search(r"a class of 100 at this rate: ([\d.]+) h", saved).group(1)
     assert f"100 × {whole} s" in readme and f"about {per_hundred} hours" in readme
+    ratios = [
+        float(r)
+        for r in re.findall(r"^\| s0 / \w+ \| \d+ \| \d+ \| ([\d.]+) \|$", saved, re.M)
+    ]
+    assert f"takes {min(ratios):.2f} to {max(ratios):.2f} times its" in readme
+    first = re.search(r"as well: (\d+) s", saved).group(1)
+    assert f"times each reference: {first} s that time" in readme
+    assert (
+        f"which would be {round(100 * int(whole) / 8 / 60)} minutes" in readme
+    )  # --jobs 8
 
 
 def shown_and_check_lines(source: str) -> tuple[int, int]:

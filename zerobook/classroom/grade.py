@@ -67,9 +67,8 @@ class Outcome:
     awaiting: dict[str, float] = field(default_factory=dict)
     failed_tests: list[str] = field(default_factory=list)  # what the clean run failed
     grader_error: str | None = None  # what broke on the course's side: not graded
-    phases: dict[str, float] = field(
-        default_factory=dict
-    )  # seconds of each step (timed)
+    # seconds of each step of its grading (timed)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 @contextlib.contextmanager
