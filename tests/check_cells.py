@@ -2,6 +2,7 @@
 code that checks it (asserts, glue) one click away, behind a "Checked by code" toggle.
 
     .venv/bin/python tests/check_cells.py          # tag every chapter's check cells (and untag the rest)
+    .venv/bin/python tests/check_cells.py chapters/zeropp.ipynb   # one chapter only
     .venv/bin/python tests/check_cells.py --split  # first move each teaching cell's checks to a cell after it
 
 A cell is a check when at least half of its code lines are statements that check or glue: `assert`,
@@ -234,6 +235,7 @@ def fold(path: Path) -> int:
 
 
 if __name__ == "__main__":
-    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+    named = [Path(a) for a in sys.argv[1:] if not a.startswith("--")]
+    for path in named or sorted((ROOT / "chapters").glob("*.ipynb")):
         split_count = split(path) if "--split" in sys.argv else 0
         print(path.name, split_count, fold(path), file=sys.stderr)

@@ -4,6 +4,7 @@ measurements it shows. Notebook side.
     answers     an exercise's computed answer, folded in JupyterLab, removed from the book
     glue        a value a chapter computed, kept for the book's {glue} references
     saved       the course's saved measurements (benchmarks/results/), found from any folder
+    source      the course's own code excerpted as a highlighted block, read when the cell runs
     gpu_record  the newest `make gpu-check` record from a GPU host, with its device and date
 
 Old names still work (zerobook/_moved.py): zerobook.glue, zerobook.answers, zerobook.saved and
