@@ -3,8 +3,8 @@ in its order, and pypdf merges them, one bookmark per page.
 
     .venv/bin/python book/pdf.py    # make pdf: _build/html -> _build/pdf/book.pdf
 
-The PDF is also copied into the HTML output (`_build/html/_static/book.pdf`), where the intro's link
-finds it once the site is published. Chromium is found on PATH (`chromium`, `chromium-browser`,
+The PDF is also copied into the HTML output (`_build/html/_static/book.pdf`), and only then does the
+built intro get its link to it (`link_from_intro`: a book without the PDF has no link to one). Chromium is found on PATH (`chromium`, `chromium-browser`,
 `google-chrome`) or named by $CHROMIUM. What the print leaves out (navigation, sidebars) and how code
 wraps is book/_static/zerobook.css's `@media print`.
 """
@@ -24,7 +24,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 PDF = ROOT / "_build" / "pdf" / "book.pdf"
-PUBLISHED = HTML / "_static" / "book.pdf"  # what book/intro.md links to
+PUBLISHED = HTML / "_static" / "book.pdf"  # what the built intro links to, once printed
+INTRO = HTML / "book" / "intro.html"
+SLOT = '<p id="book-pdf"></p>'  # book/intro.md's place for the link
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # --virtual-time-budget: the page's scripts (MathJax typesetting) run to the end before printing.
 FLAGS = [
@@ -109,6 +111,15 @@ def merge(parts: list[tuple[str, Path]], out: Path) -> int:
     return len(writer.pages)
 
 
+def link_from_intro(intro: Path = INTRO) -> None:
+    """The built intro's empty paragraph (SLOT) becomes the link to the published PDF."""
+    link = os.path.relpath(PUBLISHED, intro.parent)
+    text = intro.read_text()
+    filled = f'<p id="book-pdf">The whole book is also one PDF, <a href="{link}">book.pdf</a>.</p>'
+    if SLOT in text:
+        intro.write_text(text.replace(SLOT, filled))
+
+
 def main() -> None:
     pages = [
         HTML / f"{p}.html"
@@ -124,6 +135,7 @@ def main() -> None:
             list(pool.map(lambda args: print_page(chromium, *args), zip(pages, pdfs)))
         count = merge([(title(p), pdf) for p, pdf in zip(pages, pdfs)], PDF)
     shutil.copyfile(PDF, PUBLISHED)
+    link_from_intro()
     print(
         f"{len(pages)} pages of the book printed: {count} PDF pages in {PDF} (and {PUBLISHED})"
     )

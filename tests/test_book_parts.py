@@ -123,6 +123,28 @@ def test_the_labs_part_lists_every_lab_and_is_not_executed(tmp_path):
     )
 
 
+@pytest.mark.parametrize("lab", grading.lab_names(LABS))
+def test_the_lab_page_is_a_handout_whose_points_are_nbgrader_s(lab, tmp_path):
+    """The book's page of a lab: after its title, the graded tests with nbgrader's points and
+    their total; every cell that only runs removed from the page (the stubs stay)."""
+    from zerobook.classroom.handout import HANDOUT_ID, REMOVED
+
+    grading.book_labs(LABS, tmp_path)
+    cells = json.loads((tmp_path / f"{lab}.ipynb").read_text())["cells"]
+    handout = next(c for c in cells if c["id"] == HANDOUT_ID)
+    graded = [c["metadata"]["nbgrader"] for c in cells if c["metadata"].get("nbgrader")]
+    total = sum(m["points"] for m in graded if m.get("grade") and m.get("points"))
+    assert f"| **total** | **{total}** |" in "".join(handout["source"])
+    for cell in cells:
+        meta, tags = (
+            cell["metadata"].get("nbgrader", {}),
+            cell["metadata"].get("tags", []),
+        )
+        shown = cell["cell_type"] == "markdown" and not meta.get("solution")
+        shown |= cell["cell_type"] == "code" and bool(meta.get("solution"))
+        assert (REMOVED not in tags) == shown, "".join(cell["source"])[:80]
+
+
 @pytest.mark.parametrize(
     "lab, chapter", [(lab, c) for lab, cs in chapters_of_each_lab().items() for c in cs]
 )
@@ -173,6 +195,9 @@ def test_lab_page_shows_the_student_version_only(lab):
         and "BEGIN SOLUTION" not in text
         and "HIDDEN TESTS" not in text
     )
+    # a handout: its points and how to start, no empty answer box or unexecuted test
+    assert "This lab at a glance" in text and "To start." in text
+    assert "YOUR ANSWER HERE" not in text and "the_run()" not in text
     leaked = [line for line in secret_lines(lab) if line in text]
     assert not leaked, (
         f"the page shows lines of the solution or hidden tests: {leaked[:5]}"
@@ -254,6 +279,17 @@ def test_the_book_pdf_holds_every_page_of_the_toc_and_the_intro_links_to_it():
     assert pdf.PUBLISHED.read_bytes() == pdf.PDF.read_bytes()
     link = os.path.relpath(pdf.PUBLISHED, HTML / "book")
     assert f'href="{link}"' in page_html("book/intro")
+
+
+def test_the_intro_links_to_the_pdf_only_once_it_is_printed(tmp_path):
+    """make book leaves the intro's slot empty (no link to a file that is not there); make pdf
+    fills it after copying the PDF into the HTML output."""
+    pdf = load_module(ROOT / "book" / "pdf.py")
+    assert pdf.SLOT in (ROOT / "book" / "intro.md").read_text()
+    intro = tmp_path / "intro.html"
+    intro.write_text(f"<main>{pdf.SLOT}</main>")
+    pdf.link_from_intro(intro)
+    assert 'href="' in intro.read_text() and "book.pdf</a>" in intro.read_text()
 
 
 @needs_book

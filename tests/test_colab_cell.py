@@ -21,7 +21,7 @@ def test_the_cell_points_at_the_published_repository_once_there_is_one(tmp_path)
     shipped = (ROOT / "_config.yml").read_text()
     config.write_text(shipped)
     assert colab_cell.published_repository(config) == ""  # as shipped: not published
-    assert 'REPOSITORY = "https://github.com/<you>/' in colab_cell.cell_source("")
+    assert 'REPOSITORY = ""' in colab_cell.cell_source("")  # no placeholder address
     config.write_text(shipped.replace('url: ""', 'url: "https://github.com/a/b"'))
     url = colab_cell.published_repository(config)
     assert url == "https://github.com/a/b"
@@ -69,3 +69,26 @@ def test_how_to_use_names_the_torch_the_colab_like_run_installs():
 
     page = (ROOT / "book" / "how_to_use.md").read_text()
     assert f"torch {OTHER_TORCH}," in page
+
+
+def test_unpublished_the_cell_stops_with_a_sentence_where_it_would_install(tmp_path):
+    """Without the course installed and with no repository named, the cell says what to set
+    instead of cloning a placeholder address."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "cell.py"
+    script.write_text(colab_cell.cell_source(""))
+    done = subprocess.run(
+        [sys.executable, "-S", "-I", str(script)], capture_output=True, text=True
+    )  # -S -I: a Python that cannot see the course
+    assert done.returncode == 1 and "set REPOSITORY" in done.stderr, done
+    assert not (tmp_path / "zero-from-scratch").exists()
+
+
+def test_a_release_from_another_folder_names_the_course_s_repository(tmp_path, monkeypatch):
+    """The address is read from the clone's _config.yml when the classroom runs elsewhere."""
+    monkeypatch.chdir(tmp_path)
+    assert colab_cell.course_config() == ROOT / "_config.yml"
+    (tmp_path / "_config.yml").write_text('repository:\n  url: "https://x.org/c"\n')
+    assert colab_cell.published_repository() == "https://x.org/c"

@@ -5,7 +5,8 @@ button may point at a repository that does not exist, and sphinx-book-theme cann
 link without one); set, every notebook page gets the repository button and the launch menu (Colab,
 and JupyterHub when `jupyterhub_url` is set). A lab's page launches the lab's student version,
 which is written at build time (book/labs/, git-ignored) and published by the pages workflow on
-branch `student-labs` (zerobook/classroom/student_branch.py): its menu points at that branch.
+branch `student-labs` (zerobook/classroom/student_branch.py): its menu points at that branch. The
+Colab cell "How to use" shows names the same repository.
 """
 
 LAUNCHERS = (
@@ -71,7 +72,25 @@ def own_folder(url: str, suffix: str) -> str:
     return parts._replace(query=urlencode(query, safe="/")).geturl()
 
 
+def name_the_repository(app, doctree):
+    """The Colab cell a page shows (book/how_to_use.md's literalinclude of
+    zerobook/assets/colab_first_cell.py) names the published repository, as a released lab's does."""
+    from docutils import nodes
+
+    url = app.config.html_theme_options.get("repository_url")
+    if not url:
+        return
+    for block in doctree.findall(nodes.literal_block):
+        text = block.astext()
+        if 'REPOSITORY = ""' in text:
+            block.children = [
+                nodes.Text(text.replace('REPOSITORY = ""', f'REPOSITORY = "{url}"'))
+            ]
+            block.rawsource = block.astext()
+
+
 def setup(app):
+    app.connect("doctree-read", name_the_repository)
     app.connect(
         "config-inited", show_when_published, priority=900
     )  # after the theme's own

@@ -1,8 +1,9 @@
 """The first cell of each lab's student version: on Colab, or any Python without the course, it
 clones the course and installs it; where the course is installed (the course's environment, the
 grader's sandbox) it does nothing. Its text is zerobook/assets/colab_first_cell.py, which "How to
-use this course" shows too, with REPOSITORY set to _config.yml's `repository.url` once the
-course is published (until then the placeholder stays, saying where to point it).
+use this course" shows too, with REPOSITORY set to _config.yml's `repository.url`, the one place
+the course's address is named. Not published (the url empty, as shipped), REPOSITORY stays empty
+and the cell, where it would install, stops with a sentence saying to set it.
 """
 
 from __future__ import annotations
@@ -11,16 +12,22 @@ import re
 from importlib import resources
 from pathlib import Path
 
-CONFIG = Path(
-    "_config.yml"
-)  # the course's, read from where the classroom runs (its root)
 CELL_ID = "colab-first-cell"  # the cell's id in a student version
 REPOSITORY_LINE = re.compile(r'^REPOSITORY = "[^"\n]*"$', re.M)
 
 
-def published_repository(config: Path = CONFIG) -> str:
-    """_config.yml's repository.url, or "" (not published, or no _config.yml here)."""
-    if not config.is_file():
+def course_config() -> Path | None:
+    """The course's _config.yml: in the folder the classroom runs from, else in the clone the
+    package was imported from (so a release made from any folder names the same repository)."""
+    here = Path("_config.yml")
+    clone = Path(__file__).resolve().parents[2] / "_config.yml"
+    return next((p for p in (here, clone) if p.is_file()), None)
+
+
+def published_repository(config: Path | None = None) -> str:
+    """_config.yml's repository.url, or "" (not published, or no _config.yml found)."""
+    config = config or course_config()
+    if config is None or not config.is_file():
         return ""
     found = re.search(
         r'^repository:\n(?:\s+#.*\n)*\s+url:\s*"?([^"#\s]*)', config.read_text(), re.M

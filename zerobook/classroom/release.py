@@ -72,8 +72,11 @@ def student_version(labs: Path, lab: str):
 
 def book_labs(labs: Path, out: Path) -> list[Path]:
     """Every lab's student version as out/NAME.ipynb, for the book's "Labs" part, starting with
-    the Colab cell as released; marked for myst-nb not to be executed (its stubs raise)."""
+    the Colab cell as released, shown as a handout (zerobook.classroom.handout); marked for
+    myst-nb not to be executed (its stubs raise)."""
     import nbformat
+
+    from zerobook.classroom.handout import as_handout
 
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("*.ipynb"):  # a lab renamed or removed leaves no page behind
@@ -81,6 +84,7 @@ def book_labs(labs: Path, out: Path) -> list[Path]:
     written = []
     for lab in lab_names(labs):
         notebook = student_version(labs, lab)
+        as_handout(notebook)
         notebook.metadata["mystnb"] = {"execution_mode": "off"}
         written.append(out / f"{lab}.ipynb")
         nbformat.write(notebook, written[-1])
