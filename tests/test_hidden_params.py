@@ -103,10 +103,10 @@ def test_lab5_graded_with_another_seed_scores_in_full(tmp_path, monkeypatch):
 
 
 def test_the_guide_names_the_parameters_each_harness_takes():
-    """book/how_to_use.md lists, per lab, the keys of its harness's lab_params call."""
+    """book/instructors.md lists, per lab, the keys of its harness's lab_params call."""
     import ast
 
-    guide = " ".join((ROOT / "book" / "how_to_use.md").read_text().split())
+    guide = " ".join((ROOT / "book" / "instructors.md").read_text().split())
     numbers = {
         "ddp": 2,
         "zero": 4,
