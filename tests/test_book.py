@@ -184,6 +184,33 @@ return {page: document.scrollingElement.scrollWidth, window: window.innerWidth,
         wide: wide.map(e => e.textContent.split('\\n').reduce((a, b) => a.length > b.length ? a : b).slice(0, 100)),
         unreachable: unreachable.map(e => e.tagName.toLowerCase() + '.' + e.className + ': ' + e.textContent.slice(0, 60))};
 """
+# Item by item, what is wider than the column (book/_static/zerobook.js): a table or display
+# equation fits or scrolls in its own box, which takes the keyboard's focus and shows its cue (a
+# shadow at the right edge) while more lies to the right; a figure is drawn at >= 3/4 of its own
+# size (its 9 pt text stays >= 9 px) and is never cut; no caption or header is cut off.
+WIDE_JS = """
+const article = document.querySelector('.bd-article');
+const width = article.clientWidth, right = article.getBoundingClientRect().right;
+const scrolls = (e) => { const box = e.closest('.zb-scroll');
+  return box && box.scrollWidth > box.clientWidth + 1 && box.getAttribute('tabindex') === '0'
+    && (box.scrollLeft + box.clientWidth >= box.scrollWidth - 1
+        || getComputedStyle(box.parentElement, '::after').opacity === '1'); };
+const name = (e) => e.textContent.trim().replace(/\\s+/g, ' ').slice(0, 50);
+const problems = [];
+for (const t of article.querySelectorAll('table'))
+  if (t.getBoundingClientRect().width > width + 1 && !scrolls(t)) problems.push('table cut: ' + name(t));
+for (const m of article.querySelectorAll('mjx-container[display="true"]'))
+  if (m.getBoundingClientRect().right > right + 1 && !scrolls(m)) problems.push('equation cut: ' + name(m));
+for (const i of article.querySelectorAll('figure img, .cell_output img')) {
+  const scale = i.getBoundingClientRect().width / i.naturalWidth;
+  if (i.naturalWidth && scale < 0.749) problems.push(`figure at ${scale.toFixed(2)} of its size: ${i.src.split('/').pop()}`);
+  if (i.getBoundingClientRect().right > right + 1 && !scrolls(i)) problems.push('figure cut: ' + i.src.split('/').pop());
+}
+for (const c of article.querySelectorAll('figcaption, caption, th'))
+  if (c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right > right + 1 && !scrolls(c))
+    problems.push('cut: ' + name(c));
+return problems;
+"""
 # axe at a phone's width: on one page of each kind the theme lays out (the landing page, a
 # chapter with figures, tables and widgets, a lab, the glossary), whose narrow-screen chrome is
 # that of every page of its kind; each page's content is checked at a desktop's width (its
@@ -271,7 +298,9 @@ def test_each_page_renders_offline_fits_its_width_and_passes_axe_light_and_dark(
     """Each page as a reader meets it, at a desktop's and a phone's width, loaded once: no
     request leaves the machine (tests/test_book_a11y.py also reads every built file for what
     it would load), no console error, the theme and the math rendered; the page never scrolls
-    sideways and no code or output line is wider than the column; the whole page rendered (and,
+    sideways and no code or output line is wider than the column; a wide table, equation or figure
+    scrolls in its own box with a cue, a figure's text stays >= 9 px, no caption or header is cut
+    (WIDE_JS); the whole page rendered (and,
     with SCREENSHOTS=1, saved for review in _build/screenshots); nothing scrolls in its own box
     out of the keyboard's reach; axe-core finds no serious or critical WCAG 2.1 A/AA
     violation in the light theme a reader meets first (at a phone's width: PHONE_AXE), and at
@@ -298,6 +327,13 @@ def test_each_page_renders_offline_fits_its_width_and_passes_axe_light_and_dark(
         assert not fit["unreachable"], (
             f"{page} at {width} px scrolls these with no keyboard focus: {fit['unreachable']}"
         )
+        browser.execute_async_script(  # every image loaded (zerobook.js sizes figures then)
+            "const done = arguments[arguments.length - 1];"
+            "Promise.all([...document.images].map(i => i.decode().catch(() => null)))"
+            ".then(() => requestAnimationFrame(() => setTimeout(done, 50)));"
+        )
+        wide = browser.execute_script(WIDE_JS)
+        assert not wide, f"{page} at {width} px: {wide}"
         if SCREENSHOTS:
             SHOTS.mkdir(parents=True, exist_ok=True)
             shot = SHOTS / f"{page.replace('/', '__')}_{width}.png"

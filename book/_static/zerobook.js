@@ -61,16 +61,61 @@ document.addEventListener("DOMContentLoaded", () => {
   new MutationObserver(nameTheSwitch).observe(html, {attributeFilter: ["data-mode"]});
 });
 
-// A table wider than the column scrolls in its own box (zerobook.css): while it is wider it takes
-// the keyboard's focus, so that the arrow keys scroll it (WCAG 2.1.1; axe: scrollable-region-focusable).
+// What is wider than the column — a table, a display equation, a figure a phone would shrink
+// until its text is under 9 px — scrolls sideways in its own box (zerobook.css: .zb-wide), never
+// the page, with a cue while more of it lies to the right (a shadow at the box's right edge, gone
+// once scrolled to the end). While it scrolls the box takes the keyboard's focus, so that the
+// arrow keys scroll it (WCAG 2.1.1; axe: scrollable-region-focusable). A figure is never drawn at
+// under MIN_FIGURE_SCALE of its own size: its smallest text, 9 pt (12 px) at its own size
+// (zerobook/figures/style.py), stays at least 9 px tall (tests/test_book.py measures all three).
+const MIN_FIGURE_SCALE = 0.75;
+const wideBoxes = new Set();
+const boxOf = (element) => {  // div.zb-wide (draws the cue) > div.zb-scroll (scrolls) > element
+  const parent = element.parentElement;
+  if (parent.classList.contains("zb-scroll")) return parent;
+  const wide = document.createElement("div");
+  const box = document.createElement("div");
+  wide.className = "zb-wide";
+  box.className = "zb-scroll";
+  parent.insertBefore(wide, element);
+  wide.appendChild(box);
+  box.appendChild(element);
+  box.addEventListener("scroll", () => markScroll(box), {passive: true});
+  wideBoxes.add(box);
+  return box;
+};
+const markScroll = (box) => {
+  const scrolls = box.scrollWidth > box.clientWidth + 1;
+  const more = scrolls && box.scrollLeft + box.clientWidth < box.scrollWidth - 1;
+  box.parentElement.toggleAttribute("data-more", more);
+  if (scrolls) {
+    box.setAttribute("tabindex", "0");
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", "Scrolls sideways");
+  } else {
+    for (const name of ["tabindex", "role", "aria-label"]) box.removeAttribute(name);
+  }
+};
+const keepFigureLegible = (image) => {
+  const natural = image.naturalWidth;
+  if (!natural) return;
+  image.style.minWidth = `${Math.round(natural * MIN_FIGURE_SCALE)}px`;
+  markScroll(boxOf(image));
+};
+const markAll = () => wideBoxes.forEach(markScroll);
 document.addEventListener("DOMContentLoaded", () => {
-  const tables = document.querySelectorAll(".bd-article table");
-  const focusableIfScrolled = () => {
-    for (const table of tables) {
-      if (table.scrollWidth > table.clientWidth + 1) table.setAttribute("tabindex", "0");
-      else table.removeAttribute("tabindex");
-    }
+  for (const table of document.querySelectorAll(".bd-article table")) boxOf(table);
+  for (const image of document.querySelectorAll(".bd-article figure img, .bd-article .cell_output img")) {
+    if (image.complete) keepFigureLegible(image);
+    else image.addEventListener("load", () => keepFigureLegible(image));
+  }
+  const typeset = window.MathJax?.startup?.promise;
+  const boxEquations = () => {
+    for (const math of document.querySelectorAll('.bd-article mjx-container[display="true"]')) boxOf(math);
+    markAll();
   };
-  focusableIfScrolled();
-  window.addEventListener("resize", focusableIfScrolled);
+  if (typeset) typeset.then(boxEquations); else window.addEventListener("load", boxEquations);
+  markAll();
+  window.addEventListener("resize", markAll);
+  window.addEventListener("load", markAll);
 });
