@@ -123,9 +123,10 @@ NOTEBOOK_SIDE = {
     "zerobook.doctor",
     "zerobook.__main__",
 } | CLASSROOM
-NOTEBOOK_SIDE |= {  # every picture
+NOTEBOOK_SIDE |= {  # every picture, and what a page shows besides (zerobook/pages/__init__.py)
     ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-    for p in (PACKAGE / "figures").rglob("*.py")
+    for room in ("figures", "pages")
+    for p in (PACKAGE / room).rglob("*.py")
 }
 NOTEBOOK_SIDE |= {
     f"zerobook.{old}"
