@@ -13,7 +13,9 @@ def ring_steps_chart(traces: list[list[dict]]):
     """Small multiples, one per ring step: which ranks' contributions each chunk holds, per rank.
 
     traces[r] is rank r's trace from `ring_all_reduce(..., trace=...)` with rank k contributing
-    2**k, so a chunk's value lists its contributors as set bits. Four panels a row.
+    2**k, so a chunk's value lists its contributors as set bits. Two columns, one per phase:
+    the start and the reduce-scatter steps down the left, the all-gather steps down the right,
+    so that the digits stay at least 9 px tall on a 360 px phone screen.
     """
     world_size, steps = len(traces), len(traces[0])
     initial = [[2**r] * world_size for r in range(world_size)]
@@ -21,24 +23,25 @@ def ring_steps_chart(traces: list[list[dict]]):
         [traces[r][s]["holding"] for r in range(world_size)] for s in range(steps)
     ]
     titles = ["start"] + [f"{t['phase']} {t['step'] + 1}" for t in traces[0]]
-    cols = min(4, len(grids))
-    rows = -(-len(grids) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(7, 1.95 * rows + 0.3), squeeze=False)
-    for ax, grid, title in zip(axes.flat, grids, titles):
+    rows = world_size  # the start and N-1 reduce-scatter steps; the key, N-1 all-gather steps
+    fig, axes = plt.subplots(rows, 2, figsize=(3.9, 1.75 * rows), squeeze=False)
+    slots = [axes[r][0] for r in range(rows)] + [axes[r][1] for r in range(1, rows)]
+    for ax, grid, title in zip(slots, grids, titles):
         ring_grid(ax, grid)
         ax.set_title(title)
-    for ax in axes.flat[len(grids) :]:
-        ax.axis("off")
-    axes.flat[-1].text(
+    key = axes[0][1]
+    key.axis("off")
+    key.text(
         0,
         0.5,
         "each cell: the ranks\nwhose contributions\nthat chunk holds",
         va="center",
-        transform=axes.flat[-1].transAxes,
+        transform=key.transAxes,
     )
     for row in axes:
         row[0].set_ylabel("rank")
-    axes[-1][0].set_xlabel("chunk")
+    for ax in axes[-1]:
+        ax.set_xlabel("chunk")
     fig.tight_layout()
     return fig
 

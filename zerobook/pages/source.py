@@ -31,6 +31,9 @@ class Excerpt:
 def lines_of(thing, start: str | None = None, stop: str | None = None) -> str:
     """`thing`'s source from the first line holding `start` to the next holding `stop`
     (both kept), headed by its file and line numbers; a marker not found raises."""
+    thing = inspect.unwrap(
+        thing
+    )  # a decorated method's own lines and file (@torch.no_grad())
     lines, first = inspect.getsourcelines(thing)
     lines = textwrap.dedent("".join(lines)).splitlines()
     begin = 0 if start is None else find(lines, start, 0, thing)
