@@ -35,6 +35,8 @@ RUNS = {  # run -> small arguments (seconds each)
     "fsdp2_practice": ["--parts", "meta,dtensor,reshard,offload"],
     "zero3_checkpoint": ["--dir", "{tmp}"],
     "gone_wrong": ["--fault", "none"],
+    "desync": ["--at", "99"],  # past the last step: ranks agree throughout
+    "ddp_overlap": [],
     "zeropp_qwz": ["--steps", "3"],
     "zeropp_hpz": ["--node-size", "1"],
     "zeropp_qgz": ["--node-size", "1", "--steps", "3"],

@@ -86,7 +86,9 @@ def test_unpublished_the_cell_stops_with_a_sentence_where_it_would_install(tmp_p
     assert not (tmp_path / "zero-from-scratch").exists()
 
 
-def test_a_release_from_another_folder_names_the_course_s_repository(tmp_path, monkeypatch):
+def test_a_release_from_another_folder_names_the_course_s_repository(
+    tmp_path, monkeypatch
+):
     """The address is read from the clone's _config.yml when the classroom runs elsewhere."""
     monkeypatch.chdir(tmp_path)
     assert colab_cell.course_config() == ROOT / "_config.yml"

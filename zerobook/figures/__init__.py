@@ -14,6 +14,17 @@ page (HTML and JavaScript). Notebook side: nothing here runs in a rank.
                    zerobook.perfmodel, predicts in the page)
     gpu            what only a GPU measured (a saved zerobook.pages.gpu_record)
     capstone       the capstone's loss curves and its resumed run
+    course_map     the intro's map: each chapter and the lab that builds its idea (from _toc.yml)
+    buckets        gradient buckets in flight against backward (a DDP run's timeline)
+    zeropp_diagrams  hpZ's two partitions and qgZ's two hops, from the course's placement
+    zeropp_tables  the ZeRO++ chapter's tables: a metered run's collectives, published runs
+    fsdp2_diagrams FSDP2's units and gathers, meta then materialised bytes, HSDP's mesh
+    desync         a desync hang: each rank's collectives in order, the flight recorder across ranks
+    nccl           an all-reduce's bus bandwidth against size for each NCCL algorithm and protocol
+    t_star         T*, the tokens per GPU per step that hide ZeRO-3's traffic
+    validation     the performance model's predictions against published measurements
+    paper_tables   the ZeRO paper's Table 1 against the calculator
+    run_tables     tables of what the later chapters' runs measured (prefetch, recompute, offload)
 
 Old names still work (zerobook/_moved.py): zerobook.plots is charts, zerobook.diagrams is
 diagrams, zerobook.widgets is widgets, zerobook.gpu_plots is gpu, zerobook.capstone_plots is

@@ -111,7 +111,9 @@ def course_map(root: Path):
     ax.text(6.95, -0.95, "Labs: you build it", fontsize=10, fontweight="bold")
     for lab, y in lab_rows(labs_, row, len(shown)):
         for page in lab.chapters:
-            ax.plot([6.3, 6.5, 6.75], [row[page], row[page], y], color="dimgrey", lw=0.8)
+            ax.plot(
+                [6.3, 6.5, 6.75], [row[page], row[page], y], color="dimgrey", lw=0.8
+            )
         ax.plot([6.8], [y], marker="s", color="black", markersize=5)
         ax.text(6.95, y, lab.title.replace(" — ", ": "), va="center", fontsize=9)
     return fig
