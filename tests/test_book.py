@@ -194,7 +194,8 @@ const width = article.clientWidth, right = article.getBoundingClientRect().right
 const scrolls = (e) => { const box = e.closest('.zb-scroll');
   return box && box.scrollWidth > box.clientWidth + 1 && box.getAttribute('tabindex') === '0'
     && (box.scrollLeft + box.clientWidth >= box.scrollWidth - 1
-        || getComputedStyle(box.parentElement, '::after').opacity === '1'); };
+        || box.parentElement.hasAttribute('data-more')
+           && getComputedStyle(box.parentElement, '::after').opacity === '1'); };
 const name = (e) => e.textContent.trim().replace(/\\s+/g, ' ').slice(0, 50);
 const problems = [];
 for (const t of article.querySelectorAll('table'))

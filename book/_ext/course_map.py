@@ -4,11 +4,16 @@ book/_generated/ (git-ignored), where book/intro.md's figure finds it."""
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "book" / "_generated" / "course_map.svg"
+OUT = Path("book") / "_generated" / "course_map.svg"  # in the book's source folder
 
 
 def draw(app) -> None:
+    """Draw the map, when the book being built is the course (its root page is the intro)."""
+    import yaml
+
+    root = Path(app.srcdir)
+    if yaml.safe_load((root / "_toc.yml").read_text()).get("root") != "book/intro":
+        return
     import matplotlib
 
     matplotlib.use("Agg")
@@ -16,9 +21,9 @@ def draw(app) -> None:
 
     from zerobook.figures.course_map import course_map
 
-    OUT.parent.mkdir(exist_ok=True)
-    fig = course_map(ROOT)
-    fig.savefig(OUT, bbox_inches="tight", metadata={"Date": None})
+    (root / OUT).parent.mkdir(exist_ok=True)
+    fig = course_map(root)
+    fig.savefig(root / OUT, bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
 
 

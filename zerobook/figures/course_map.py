@@ -76,46 +76,66 @@ def labs(root: Path) -> list[Lab]:
 
 
 def course_map(root: Path):
-    """Chapters down the left, grouped by part; each lab on the right, joined to its chapters."""
+    """Chapters down the left, grouped by part; each lab on the right, joined to its chapters.
+    The columns are as wide as their longest title, measured once drawn (inches on the x axis)."""
     import matplotlib.pyplot as plt
 
     shown, labs_ = chapters(Path(root)), labs(Path(root))
     row = {c.page: i for i, c in enumerate(shown)}
-    fig, ax = plt.subplots(figsize=(7, ROW_IN * len(shown) + 0.6))
-    ax.set(xlim=(0, 10.7), ylim=(len(shown) - 0.4, -1.2))
+    fig = plt.figure(figsize=(7, ROW_IN * len(shown) + 0.6))
+    ax = fig.add_axes((0, 0, 1, 1))  # a data unit across is an inch of the figure
+    ax.set(ylim=(len(shown) - 0.4, -1.2))
     ax.axis("off")
     colors = [
         PALETTE[c] for c in ("blue", "orange", "green", "vermillion", "purple", "sky")
     ]
     parts = list(dict.fromkeys(c.part for c in shown))
-    color = {c.page: colors[parts.index(c.part) % len(colors)] for c in shown}
-    for i, chapter in enumerate(shown):
-        band = plt.Rectangle(
-            (0, i - 0.42), 6.0, 0.84, color=color[chapter.page], alpha=0.16
-        )
-        ax.add_patch(band)
-        ax.text(0.12, i, f"{chapter.number}. {chapter.title}", va="center", fontsize=9)
+    color = {part: colors[k % len(colors)] for k, part in enumerate(parts)}
+    titles = [
+        ax.text(0.08, i, f"{c.number}. {c.title}", va="center", fontsize=9)
+        for i, c in enumerate(shown)
+    ]
+    ax.text(0.08, -0.95, "Chapters: read", fontsize=10, fontweight="bold")
     for part in parts:
         first = min(row[c.page] for c in shown if c.part == part)
         ax.text(
-            -0.15,
+            -0.1,
             first,
             part,
             ha="right",
             va="center",
             fontsize=9,
-            color=colors[parts.index(part) % len(colors)],
+            color=color[part],
             fontweight="bold",
         )
-    ax.text(0.12, -0.95, "Chapters: read", fontsize=10, fontweight="bold")
-    ax.text(6.95, -0.95, "Labs: you build it", fontsize=10, fontweight="bold")
-    for lab, y in lab_rows(labs_, row, len(shown)):
+    placed = lab_rows(labs_, row, len(shown))
+    names = [
+        ax.text(0, y, lab.title.replace(" — ", ": "), va="center", fontsize=9)
+        for lab, y in placed
+    ]
+    inches = lambda texts: max(  # noqa: E731
+        t.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi for t in texts
+    )
+    band = inches(titles) + 0.16
+    lab_x = band + 0.55
+    for i, c in enumerate(shown):
+        ax.add_patch(
+            plt.Rectangle((0, i - 0.42), band, 0.84, color=color[c.part], alpha=0.16)
+        )
+    ax.text(lab_x, -0.95, "Labs: you build it", fontsize=10, fontweight="bold")
+    for (lab, y), name in zip(placed, names):
         for page in lab.chapters:
             ax.plot(
-                [6.3, 6.5, 6.75], [row[page], row[page], y], color="dimgrey", lw=0.8
+                [band, band + 0.2, lab_x - 0.12],
+                [row[page], row[page], y],
+                color="dimgrey",
+                lw=0.8,
             )
-        ax.plot([6.8], [y], marker="s", color="black", markersize=5)
-        ax.text(6.95, y, lab.title.replace(" — ", ": "), va="center", fontsize=9)
+        ax.plot([lab_x - 0.08], [y], marker="s", color="black", markersize=4)
+        name.set_x(lab_x)
+    width = lab_x + inches(names) + 0.05
+    ax.set_xlim(0, width)
+    fig.set_size_inches(width, fig.get_size_inches()[1])
     return fig
 
 
