@@ -1,6 +1,7 @@
-"""The built book's links and what a reader is shown: every local link and image resolves (file
-and anchor), and no page or released lab shows a placeholder for an address the course does not
-have (`<you>`, `example.edu`): the repository is one setting, _config.yml's `repository.url`."""
+"""The built book's links, length and what a reader is shown: every local link and image resolves
+(file and anchor); a chapter's page holds at most 8,000 words in all; no page or released lab
+shows a placeholder for an address the course does not have (`<you>`, `example.edu`): the
+repository is one setting, _config.yml's `repository.url`."""
 
 import re
 from html.parser import HTMLParser
@@ -14,6 +15,8 @@ from test_book import HTML, needs_book, pages
 
 pytestmark = pytest.mark.book
 PLACEHOLDERS = ("<you>", "&lt;you&gt;", "example.edu")
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+MAX_PAGE_WORDS = 8_000  # a chapter's page in all: prose, code, outputs, tables
 
 
 class Links(HTMLParser):
@@ -95,3 +98,15 @@ def test_the_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path, monkeyp
     )
     problems = local_link_problems(page)
     assert [re.sub(r":.*", "", p) for p in problems] == ["b.html#gone", "c.pdf"]
+
+
+@needs_book
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_built_page_holds_at_most_8000_words_in_all(path):
+    built = HTML / "chapters" / f"{path.stem}.html"
+    article = re.search(
+        r'<article class="bd-article".*?</article>', built.read_text(), re.S
+    )
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", article.group(0), flags=re.S)
+    words = len(re.sub(r"<[^>]+>", " ", text).split())
+    assert words <= MAX_PAGE_WORDS, f"{path.stem}: {words} words on the page"
