@@ -3,7 +3,6 @@ at most 3,000 words of prose (and 8,000 on the built page: tests/test_book_links
 no code cell shown unfolded over 30 lines, at most 5 sentences over 40 words, bold for terms
 only, and the course's source shown as highlighted excerpts, never printed."""
 
-
 import pytest
 
 from conftest import ROOT
