@@ -33,3 +33,11 @@ def test_a_marker_no_longer_in_the_source_fails_the_cell():
         excerpt(units.Unit.free, start="a line that is not there")
     with pytest.raises(ValueError, match="one thing"):
         excerpt(units.Unit.free, units.Unit.start_gather, start="def")
+
+
+def test_a_cut_never_leaves_a_bracket_open():
+    """A stop marker inside a call's arguments takes the excerpt on to the call's end."""
+    from zerobook.zero import hpz
+
+    shown = repr(excerpt(hpz.hpz_unit, start="class HpzUnit", stop="group=node"))
+    assert shown.splitlines()[-1].strip() == ")" and "return HpzUnit" not in shown

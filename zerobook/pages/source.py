@@ -38,6 +38,8 @@ def lines_of(thing, start: str | None = None, stop: str | None = None) -> str:
     lines = textwrap.dedent("".join(lines)).splitlines()
     begin = 0 if start is None else find(lines, start, 0, thing)
     end = len(lines) - 1 if stop is None else find(lines, stop, begin, thing)
+    while end < len(lines) - 1 and open_brackets(lines[begin : end + 1]) > 0:
+        end += 1  # a cut never leaves a call or a literal open
     path = Path(inspect.getsourcefile(thing)).resolve()
     where = (
         path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
@@ -45,6 +47,13 @@ def lines_of(thing, start: str | None = None, stop: str | None = None) -> str:
     body = textwrap.dedent("\n".join(lines[begin : end + 1]))
     numbers = f"{first + begin}–{first + end}" if end > begin else f"{first + begin}"
     return f"# {where}, line{'s' if end > begin else ''} {numbers}\n{body}"
+
+
+def open_brackets(lines: list[str]) -> int:
+    """How many brackets the lines leave open (strings and comments are not read apart: the
+    course's code does not put brackets in them where a cut falls)."""
+    text = "\n".join(lines)
+    return sum(text.count(o) - text.count(c) for o, c in ("()", "[]", "{}"))
 
 
 def find(lines: list[str], marker: str, after: int, thing) -> int:
