@@ -329,6 +329,14 @@ FSDP2 = {
         {"test_checkpoint"},
         ["save must write every weight and AdamW moment there, with dcp.save"],
     ),
+    "saves_only_the_model": (  # issue 67: DCP's CheckpointException is a BaseException
+        (
+            'dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=path)',
+            'dcp.save({"model": model_state}, checkpoint_id=path)',
+        ),
+        {"test_checkpoint"},
+        ["save must write every weight and AdamW moment there, with dcp.save"],
+    ),
 }
 RING_SECOND = """    for step in range(world_size - 1):
         exchange(
@@ -526,7 +534,7 @@ def test_each_mistake_loses_its_parts_keeps_the_rest_and_is_named(graded):
         if scores != want:
             wrong.append(f"{student}: scored {scores}, expected {want}; {why(page)}")
         wrong += [
-            f"{student}: the feedback does not say {w!r}"
+            f"{student}: the feedback does not say {w!r}; {why(page)}"
             for w in words
             if w not in page
         ]
