@@ -150,11 +150,9 @@ def lab_rows(
     for lab in ordered:
         last = max(mean(lab), last + 1.0)
         placed.append(last)
-    shift = max(0.0, placed[-1] - (rows - 1)) if placed else 0.0
     for k in range(
         len(placed) - 1, -1, -1
     ):  # pull up from the bottom, keeping the spacing
         limit = rows - 1 if k == len(placed) - 1 else placed[k + 1] - 1.0
         placed[k] = min(placed[k], limit)
-    del shift
     return list(zip(ordered, placed))
