@@ -7,7 +7,7 @@ import pytest
 
 import zerobook as zb
 from lab_helpers import lab_solution, planted
-from test_careless import FSDP2
+from careless.fsdp2 import CLASS as FSDP2
 from zerobook.labs.fsdp2 import CONFIG
 from zerobook.train.models import GPT
 
