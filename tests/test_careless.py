@@ -19,9 +19,10 @@ import pytest
 from test_forgery import class_of, outcome, reference, replaced
 from test_capstone_lab import SHORT
 from test_grading_labs import POINTS
-from test_hostile import graded_class
+from test_hostile import POINTS as SETUP_POINTS, graded_class
 
 pytestmark = [pytest.mark.slow]
+POINTS = {**POINTS, "setup_check": SETUP_POINTS}  # Lab 0's: graded in test_hostile
 
 LABS = sorted(
     p.stem
@@ -65,6 +66,31 @@ def private_labs(lab: str, folder):
     return folder
 
 
+def careless(lab: str, pairs: tuple) -> str:
+    """The instructor's notebook with each (old, new) pair replaced once: in the rank
+    script where `old` is there, else in the one solution cell that holds it (Labs 0 and
+    1 grade functions written in cells of their own)."""
+    import json
+
+    script, rest = reference(lab), []
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        if old in script:
+            script = replaced(script, old, new)
+        else:
+            rest += [old, new]
+    notebook = json.loads(class_of(lab, {"s": script})["s"])
+    for old, new in zip(rest[::2], rest[1::2]):
+        cells = [
+            c
+            for c in notebook["cells"]
+            if c["metadata"].get("nbgrader", {}).get("solution")
+            and old in "".join(c["source"])
+        ]
+        assert len(cells) == 1, f"{old!r} is in {len(cells)} solution cells of {lab}"
+        cells[0]["source"] = replaced("".join(cells[0]["source"]), old, new)
+    return json.dumps(notebook)
+
+
 def labs(names):
     """One worker grades each class, for every test of it (make test-grading: loadgroup)."""
     return [
@@ -88,12 +114,13 @@ def why(page: str) -> str:
 def graded(request, tmp_path_factory):
     """One grading run of a lab's careless class, the reference among them (BESIDE)."""
     lab = request.param
-    scripts = {
-        name: replaced(reference(lab), *pairs)
+    students = {
+        name: pairs
         for name, (pairs, _, _) in CORPUS[lab].items()
         if not ONLY or name in ONLY
     }
-    notebooks = class_of(lab, scripts)
+    notebooks = {"reference": class_of(lab, {})["reference"]}
+    notebooks.update({name: careless(lab, pairs) for name, pairs in students.items()})
     if lab not in BESIDE:
         del notebooks["reference"]
     labs = None
