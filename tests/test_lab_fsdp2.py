@@ -126,8 +126,8 @@ def test_fsdp2_checkpoint_read_back_by_a_fresh_process(tmp_path):
 def test_fsdp2_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_path):
     """FSDP2 set up almost right: without the policy it trains alike but sends fp32; ignoring
     reduce_dtype reduces in bf16 when asked for fp32; without set_modules_to_forward_prefetch each
-    block is gathered only when it starts; with fully_shard on the root alone the whole model is
-    one unit."""
+    block is gathered only when it starts; with fully_shard on the root alone the blocks are
+    named as no units before anything runs."""
     policy = (
         "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=reduce_dtype)"
     )
@@ -170,9 +170,36 @@ def test_fsdp2_fp32_communication_no_prefetch_or_one_unit_lose_those_points(tmp_
         "    blocks = list(model.blocks)\n",
         "    blocks = []  # nothing to prefetch between\n",
     )
-    assert zb.grading.run_part("fsdp2", whole, "memory", nproc=2).ranks[0]["units"] == [
-        "root"
-    ]
+    run = zb.grading.run_part("fsdp2", whole, "memory,parity", nproc=2)
+    said = "shard() left blocks.0, blocks.1, blocks.2 without fully_shard: fully_shard each"
+    with pytest.raises(zb.grading.PartFailed, match=re.escape(said)):
+        zb.grading.part_reports(run, "memory")
+
+
+def test_fsdp2_root_left_fp16_swapped_prefetch_and_no_set_state_dict_are_told(tmp_path):
+    """Issue 67: the root left out is named before torch fails inside it; fp16 compute is
+    seen in the blocks' outputs; a swapped prefetch gathers more bytes, not twice (the
+    dtype's ratio), and reduces as ours does; a load without set_state_dict restores the
+    tensors (in place) but leaves the learning rate the fresh optimizer's."""
+    plant = lambda name: planted(tmp_path, "fsdp2", name, *FSDP2[name][0])  # noqa: E731
+    run = zb.grading.run_part(
+        "fsdp2", plant("root_not_sharded"), "memory,parity", nproc=2
+    )
+    for part in ("memory", "parity"):
+        with pytest.raises(zb.grading.PartFailed, match="left the root without"):
+            zb.grading.part_reports(run, part)
+    for report in checkpoint_of(plant("loads_without_set_state_dict")).ranks:
+        assert report["loaded"] == report["saved"]  # the tensors: in place
+        assert report["lr"] == {"saved": 5e-4, "loaded": 1e-3}
+    run = zb.grading.run_part("fsdp2", plant("fp16_for_bf16"), "parity", nproc=2)
+    for report in run.ranks:
+        assert report["computed_in"] == ["float16"]
+        assert report["losses"]["student"] != report["losses"]["ours"]
+    run = zb.grading.run_part("fsdp2", plant("prefetch_swapped"), "traffic", nproc=2)
+    ours, yours = run.ranks[0]["ours"], run.ranks[0]["student_bf16"]
+    assert yours["reduce_scatter_tensor"] == ours["reduce_scatter_tensor"]
+    gathered = yours["all_gather_into_tensor"] / ours["all_gather_into_tensor"]
+    assert 1 < gathered < 2, gathered
 
 
 def test_fsdp2_shares_one_launch_and_a_part_that_raises_fails_only_its_own(tmp_path):

@@ -183,6 +183,34 @@ def test_zero_each_mistake_loses_only_its_parts_and_is_named(tmp_path, mistake):
     )
 
 
+def test_zero_a_crash_in_step_keeps_its_backward_and_a_strided_piece_is_named(tmp_path):
+    """Issue 67: a padded all-gather copied back whole raises in step 0's step(): the run
+    names that line and the padding, and step 0's backward is still checked (held,
+    buckets, overlap, the reduce-scatters' traffic: all right); a piece kept as a column
+    of view(-1, N) is named as such, not as no piece of any parameter."""
+    from careless.zero import CLASS
+    from zerobook.labs import zero_events as ze
+    from zerobook.labs import zero_held as zh
+
+    pad = planted(tmp_path, "zero", "pad", *CLASS["gather_keeps_padding"][0])
+    run = zb.grading.run_part("zero", pad, "train", nproc=3)
+    said = zb.grading.failure(run)
+    assert "the AdamW run's step 0, in step(), rank 0" in said, said
+    assert "`param.copy_(full.view_as(param))`" in said and "padding" in said, said
+    ranks = tuple(range(len(run.ranks)))
+    for report in run.ranks:
+        assert [s["stepped"] for s in report["runs"]["AdamW"]["steps"]] == [False]
+    for check in (zh.held_problems, ze.bucket_problems, ze.overlap_problems):
+        assert ze.first_problems(run.ranks, check, ranks) == [], check
+    assert ze.first_problems(run.ranks, ze.traffic_problems, ranks) == []
+    strided = planted(tmp_path, "zero", "strided", *CLASS["strided_piece"][0])
+    run = zb.grading.run_part("zero", strided, "train", nproc=3)
+    for rank, report in enumerate(run.ranks):
+        found = ze.state_and_layout(report, rank)
+        assert f"elements {rank}, {rank} + N, {rank} + 2N" in found[0], found
+        assert "a contiguous chunk" in found[0], found
+
+
 def test_zero_the_packages_flat_layout_fails_the_layout_part_naming_it(tmp_path):
     student = tmp_path / "zero_student.py"
     student.write_text(FLAT_ZERO)

@@ -12,7 +12,7 @@ CLASS = {
             "",
         ),
         "all",
-        ["'Block' object has no attribute 'set_modules_to_forward_prefetch'"],
+        ["shard() left the root, blocks.0, blocks.1, blocks.2 without fully_shard"],
     ),
     "fp32_communication": (
         (FS_POLICY, "MixedPrecisionPolicy()"),
@@ -46,5 +46,49 @@ CLASS = {
         ),
         {"test_checkpoint"},
         ["save must write every weight and AdamW moment there, with dcp.save"],
+    ),
+    "root_not_sharded": (  # issue 67: torch's AttributeError in every part, before
+        ("    fully_shard(model, mesh=mesh, mp_policy=policy)\n", ""),
+        "all",
+        [
+            "shard() left the root without fully_shard: fully_shard each block, then "
+            "the root (the model itself)"
+        ],
+    ),
+    "fp16_for_bf16": (  # issue 67: the losses differ by fp16-against-bf16 amounts
+        (
+            FS_POLICY,
+            FS_POLICY.replace(
+                "param_dtype=torch.bfloat16", "param_dtype=torch.float16"
+            ),
+        ),
+        {"test_parity"},
+        ["your blocks computed in float16, ours in bfloat16"],
+    ),
+    "prefetch_swapped": (  # issue 67: the traffic test blamed the dtype
+        (
+            "block.set_modules_to_forward_prefetch(blocks[k + 1 : k + 2])",
+            "block.set_modules_to_forward_prefetch(blocks[k - 1 : k] if k else [])",
+            "block.set_modules_to_backward_prefetch(blocks[k - 1 : k] if k else [])",
+            "block.set_modules_to_backward_prefetch(blocks[k + 1 : k + 2])",
+        ),
+        {"test_traffic", "test_prefetch"},
+        [
+            "bytes of weights (param_dtype), 616,448 wanted: not a dtype's 2x but how often",
+            "blocks.1 is not gathered before blocks.0 computes",
+        ],
+    ),
+    "loads_without_set_state_dict": (  # issue 67: the learning rate stays the fresh one's
+        (
+            "    set_state_dict(\n        model,\n        optimizer,\n"
+            '        model_state_dict=state["model"],\n'
+            '        optim_state_dict=state["optim"],\n    )\n',
+            "",
+        ),
+        {"test_checkpoint"},
+        [
+            "after load the learning rate is 0.001, the checkpoint's 0.0005",
+            "set_state_dict(model, optimizer, ...) puts it into the optimizer",
+        ],
     ),
 }

@@ -77,4 +77,29 @@ CLASS = {
         {"test_parity", "test_state"},
         ["the run failed in the AdamW run's step 1, rank 2", "rank 2 alone"],
     ),
+    "gather_keeps_padding": (  # issue 67: a crash in step() keeps what backward showed
+        (
+            "            param.copy_(full[: param.numel()].view_as(param))\n",
+            "            param.copy_(full.view_as(param))\n",
+        ),
+        {"test_parity", "test_state"},
+        [
+            "the run failed in the AdamW run's step 0, in step(), rank",
+            "in step: `param.copy_(full.view_as(param))`",
+            "copy back its first p.numel() elements, cut from the padding",
+        ],
+    ),
+    "strided_piece": (  # issue 67: a column of view(-1, N) named, not "no piece"
+        (
+            "padded(param.detach(), self.n).view(self.n, -1)[self.rank]",
+            "padded(param.detach(), self.n).view(-1, self.n)[:, self.rank]",
+        ),
+        {"test_parity", "test_state"},
+        [
+            "masters of embed.weight, blocks.0.attn.qkv.weight, blocks.0.attn.proj.weight",
+            "hold elements 0, 0 + N, 0 + 2N, ... of its parameter (every N-th element: "
+            "a strided column): rank r's piece is elements [r x padded(p)/N, (r + 1) x "
+            "padded(p)/N) of the padded, flattened parameter, a contiguous chunk",
+        ],
+    ),
 }

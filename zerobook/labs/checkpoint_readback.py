@@ -57,8 +57,9 @@ def start(path: Path, shifted: Path):
 
 
 def finish(reading, folder: Path) -> None:
-    """Rank 0: wait for the reader; where it wrote nothing, write why."""
-    if reading is None:
+    """Rank 0: wait for the reader; where it wrote nothing, write why (other ranks:
+    `reading` is None or False, nothing to wait for)."""
+    if not reading:
         return
     out = folder / OUT
     if reading is spare:

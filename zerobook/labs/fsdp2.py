@@ -14,8 +14,8 @@ every sum in rank order: equal for a correct set-up), `memory` (bytes kept per r
 which modules are FSDP units), `traffic` (bytes per collective of a step, against ours, with
 reduce_dtype bf16 and fp32), `precision` (the trade-off: how far bf16- and fp32-reduced gradients
 are from float64-reduced ones, and the bytes each reduce-scatter moves), `prefetch` (how many all-gathers were issued when each block's forward began),
-`checkpoint` (save after 2 steps, load into a fresh model: state digests and the next loss;
-what a fresh process finds on disk, and whether the load restores a copy with other values).
+`checkpoint` (2 steps, the learning rate halved, save; load into a fresh model: state digests,
+learning rate and next loss; what a fresh process finds on disk; whether a load restores a copy).
 `--part parity,memory,...` runs several in one launch and reports `parts`: each part's report,
 or `{"raised": ...}` for a part that raised (the others still run).
 """
@@ -49,12 +49,26 @@ CONFIG = GPTConfig(vocab=128, hidden=64, layers=3, heads=4, seq_len=32)
 LR, STEPS, BATCH = 1e-3, 5, 4
 
 
+class NotUnits(RuntimeError):
+    """shard() left a block or the root without fully_shard."""
+
+
 def student_model(student, me: zb.Rank, reduce_dtype=torch.bfloat16):
     """The student's FSDP2 model (from the same bf16-representable weights as ours), its gradients
-    reduced in `reduce_dtype` (ours reduces in bf16), and AdamW."""
+    reduced in `reduce_dtype` (ours reduces in bf16), and AdamW. Every block and the root must
+    be FSDP units before anything runs (else torch fails inside, an AttributeError of its own)."""
     torch.manual_seed(0)
     model = GPT(CONFIG).to(torch.bfloat16).float().to(me.device)
     model = call_student(student, "shard", model, mesh_of(me), reduce_dtype) or model
+    units = [
+        (n, m) for n, m in model.named_modules() if m is model or isinstance(m, Block)
+    ]
+    bare = [n or "the root" for n, m in units if not isinstance(m, FSDPModule)]
+    if bare:
+        raise NotUnits(
+            f"shard() left {', '.join(bare)} without fully_shard: fully_shard each "
+            "block, then the root (the model itself), and return the model"
+        )
     call_student(student, "prefetch", model)
     return model, torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
 
@@ -70,14 +84,24 @@ def step(model, optimizer, index: int, me: zb.Rank) -> float:
 
 
 def parity(student, me: zb.Rank) -> dict:
+    """The losses and final weights of ours and the student's; the dtype (or dtypes) the
+    student's blocks computed in (their outputs'), which names a param_dtype not bf16."""
     with ordered_sums():
         runs = {"ours": our_model(me), "student": student_model(student, me)}
+        computed = set()
+
+        def note(module, args, out) -> None:  # the dtype the block computed in
+            computed.add(str(out.dtype).removeprefix("torch."))
+
+        hook = runs["student"][0].blocks[0].register_forward_hook(note)
         losses = {
             name: [step(*built, i, me) for i in range(STEPS)]
             for name, built in runs.items()
         }
+        hook.remove()
     final = {name: full_weights(*built, torch.bfloat16) for name, built in runs.items()}
     return {
+        "computed_in": sorted(computed),
         "losses": losses,
         "diff": (final["student"] - final["ours"]).abs().max().item(),
         "weight_scale": final["ours"].abs().max().item(),
@@ -93,9 +117,7 @@ def memory(student, me: zb.Rank) -> dict:
         "kept": kept_bytes(model, optimizer),
         "num_params": sum(p.numel() for p in GPT(CONFIG).parameters()),
         "units": [
-            name or "root"
-            for name, m in model.named_modules()
-            if isinstance(m, FSDPModule)
+            n or "root" for n, m in model.named_modules() if isinstance(m, FSDPModule)
         ],
         "blocks": [name for name, m in model.named_modules() if isinstance(m, Block)],
     }
@@ -105,12 +127,9 @@ def traffic(student, me: zb.Rank) -> dict:
     """Bytes per collective of one step: ours, and the student's with each reduce_dtype
     (`student_bf16`, `student_fp32`)."""
     sent = {}
-    builds = {
-        "ours": partial(our_model, me),
-        **{
-            f"student_{name}": partial(student_model, student, me, dtype)
-            for name, dtype in REDUCE_DTYPES.items()
-        },
+    builds = {"ours": partial(our_model, me)} | {
+        f"student_{name}": partial(student_model, student, me, dtype)
+        for name, dtype in REDUCE_DTYPES.items()
     }
     for name, build in builds.items():
         built = build()
@@ -150,14 +169,12 @@ def prefetch(student, me: zb.Rank) -> dict:
     """All-gathers issued before each block's forward began (a hook registered after FSDP2's)."""
     model, optimizer = student_model(student, me)
     step(model, optimizer, 0, me)
-    issued, blocks = (
-        {},
-        [(name, m) for name, m in model.named_modules() if isinstance(m, Block)],
-    )
+    blocks = [(name, m) for name, m in model.named_modules() if isinstance(m, Block)]
+    issued = {}
 
     def count(
         name: str,
-    ) -> None:  # a forward pre-hook must return None (else it replaces the input)
+    ) -> None:  # a pre-hook returns None (else it replaces the input)
         issued.setdefault(
             name, sum(e.op.startswith("all_gather") for e in meter.events)
         )
@@ -181,6 +198,7 @@ def checkpoint(student, me: zb.Rank) -> dict:
     model, optimizer = student_model(student, me)
     for i in range(2):
         step(model, optimizer, i, me)
+    optimizer.param_groups[0]["lr"] = LR / 2  # as a schedule would have it by now
     folder = tempfile.mkdtemp(prefix="lab6-") if me.rank == 0 else None
     folder = Path(broadcast_text(folder, me))
     # before the save: a save that rewrites the model (to values a shift rounds back to, our
@@ -188,9 +206,7 @@ def checkpoint(student, me: zb.Rank) -> dict:
     before, held = state_digests(model, optimizer), tensor_digests(model, optimizer)
     call_student(student, "save", model, optimizer, str(folder / "ckpt"))
     torch.distributed.barrier()  # every rank's shards are written
-    reading = (
-        readback.start(folder / "ckpt", folder / "shifted") if me.rank == 0 else None
-    )
+    reading = me.rank == 0 and readback.start(folder / "ckpt", folder / "shifted")
     try:
         continued = step(model, optimizer, 2, me)
         again = import_again(student.__file__)  # nothing of the first import's memory,
@@ -204,6 +220,7 @@ def checkpoint(student, me: zb.Rank) -> dict:
         report = {
             "saved": before,
             "loaded": state_digests(fresh, fresh_optimizer),
+            "lr": {"saved": LR / 2, "loaded": fresh_optimizer.param_groups[0]["lr"]},
             "continued": continued,
             "resumed": float("nan") if failed else step(fresh, fresh_optimizer, 2, me),
         }
@@ -240,10 +257,7 @@ def read_back(path: str, folder: Path, held: dict, disk: dict, me: zb.Rank) -> d
     except (Exception, CheckpointException):  # noqa: BLE001 - raised unless the save's fault
         if not lacking:
             raise
-        return {
-            "not_on_disk": lacking,
-            "not_read": [],
-        }  # a load of a partial save fails
+        return {"not_on_disk": lacking, "not_read": []}  # a partial save's load fails
     now = tensor_digests(model, optimizer)
     return {
         "not_on_disk": lacking,
@@ -264,14 +278,7 @@ def main() -> None:
     cli = parse_args(PARTS)
     me = zb.setup()
     student = load_student(cli.student)
-    parts = {
-        "parity": parity,
-        "memory": memory,
-        "traffic": traffic,
-        "precision": precision,
-        "prefetch": prefetch,
-        "checkpoint": checkpoint,
-    }
+    parts = dict(zip(PARTS, (parity, memory, traffic, precision, prefetch, checkpoint)))
     if len(cli.parts) == 1:
         zb.report(**parts[cli.part](student, me))
         return

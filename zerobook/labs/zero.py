@@ -10,7 +10,8 @@ where rank r owns piece r of every parameter (flattened, zero-padded to a multip
 N, cut into N equal pieces), and at most max_in_flight reduce-scatters are in flight
 (launching one more first retires the oldest). The one part, `train`, builds the course's GPT from one
 seed on every rank and trains it STEPS steps with each optimizer of OPTIMIZERS (until a
-step fails: the steps before it are still reported, zerobook.labs.crash), every
+step fails: the steps before it are still reported, zerobook.labs.crash, and so is the
+backward of a step whose step() failed, `stepped` False), every
 sum in rank order (zerobook.train.parity), every reduce-scatter and all-gather in flight
 until waited on (zerobook.data_parallel.inflight), every collective metered (zerobook.data_parallel.comm). It
 reports the master pieces (whose piece each is), the optimizer's bytes, per step the
@@ -137,15 +138,20 @@ def build(student, model, name: str, arrivals: Arrivals, me: zb.Rank):
     return zero, (optimizer, names), masters
 
 
+def numbered(events: list, first: int) -> list:
+    """The events, each held collective's index counted from `first` (the step's own)."""
+    return [
+        [e[0], e[1] - first, *e[2:]] if e[0] in probe.NUMBERED else e for e in events
+    ]
+
+
 def step_report(flight, traffic, start, arrivals, optimizer, me) -> dict:
-    """The step's events (held collectives numbered from 0), what each reduce-scatter's
-    input held, the bytes held at each hook, the pieces' gradients and the traffic."""
+    """The step's backward and finish(): its events (held collectives numbered from 0),
+    what each reduce-scatter's input held, the bytes held at each hook, the pieces'
+    gradients, the traffic so far; `stepped` False until step() has run (`stepped`)."""
     optimizer, names = optimizer
     first = min((e[1] for e in flight.events[start:] if len(e) == 3), default=0)
-    events = [
-        [e[0], e[1] - first, *e[2:]] if e[0] in probe.NUMBERED else e
-        for e in flight.events[start:]
-    ]
+    events = numbered(flight.events[start:], first)
     order = [e[1] for e in events if e[0] == "grad"]
     inputs = [flight.inputs[e[1] + first] for e in events if e[0] == probe.RS]
     per_rank = probe.rank_gradients(arrivals.params, arrivals.grads, me)
@@ -160,8 +166,17 @@ def step_report(flight, traffic, start, arrivals, optimizer, me) -> dict:
         ],
         "pieces": probe.piece_verdicts(optimizer, names, per_rank, me),
         "traffic": traffic,
-        "optimizer_bytes": probe.state_bytes(optimizer),
+        "stepped": False,
+        "first": first,
     }
+
+
+def stepped(report: dict, flight, traffic, start, optimizer) -> None:
+    """The step's report once step() has run: its events and traffic whole, the
+    optimizer's bytes."""
+    report["events"] = numbered(flight.events[start:], report.pop("first"))
+    report |= {"traffic": traffic, "stepped": True}
+    report["optimizer_bytes"] = probe.state_bytes(optimizer[0])
 
 
 def train(student, name: str, me: zb.Rank, flight, meter, steps: Steps) -> dict:
@@ -186,14 +201,25 @@ def train(student, name: str, me: zb.Rank, flight, meter, steps: Steps) -> dict:
             call_student(zero, "finish")
             flight.note("finished")
             arrivals.measure()
+        if not steps.agree(where):
+            return run
+        sent = meter.events[start[1] :]
+        report = step_report(
+            flight, probe.traffic(sent), start[0], arrivals, optimizer, me
+        )
+        run["steps"].append(report)  # what backward showed counts if step() fails
+        mark = len(
+            meter.events
+        )  # the harness's own gather is not the student's traffic
+        where = f"the {name} run's step {index}, in step()"
+        with steps.at(where):
             call_student(zero, "step")
             flight.note("stepped")
         if not steps.agree(where):
             return run
-        traffic = probe.traffic(meter.events[start[1] :])
-        run["steps"].append(
-            step_report(flight, traffic, start[0], arrivals, optimizer, me)
-        )
+        traffic = probe.traffic(sent + meter.events[mark:])
+        stepped(report, flight, traffic, start[0], optimizer)
+        where = f"the {name} run's step {index}, in zero_grad()"
         with steps.at(where):
             call_student(zero, "zero_grad")
     steps.agree(where)

@@ -5,15 +5,16 @@ shares with DDP's are zerobook.labs.bucket_events', said of reduce-scatters.
 
 A rank's report (zerobook.labs.zero): "params" (name -> numel), "dims", "world_size",
 "bucket_cap_bytes", "element_size", and per optimizer in "runs": "masters" (each
-described: {"param", "piece"}, {"param", "whole"}, {"flat_share"} or {}, with "numel"
-and "weight_decay"), "parity" and "steps", a step holding "events" (["grad", name],
-[collective, i, async_op], ["wait", i], ["finish"], ["finished"], ["stepped"] in
-order), "reduce_scatters" (the gradients each input held: "params", "layout",
+described: {"param", "piece"}, {"param", "strided"}, {"param", "whole"},
+{"flat_share"} or {}, with "numel" and "weight_decay"), "parity" and "steps", a step
+holding "events" (["grad", name], [collective, i, async_op], ["wait", i], ["finish"],
+["finished"], ["stepped"] in order), "reduce_scatters" (the gradients each input held: "params", "layout",
 "numel", "unmatched"), "held" ([at, bytes, kept, buffers]: gradient bytes held when
 events[at] came, the param.grads alive but the arriving one, the reduce-scatters whose
 input the student's object still held), "pieces" ({"grads": name -> what its piece's
-.grad held after finish()}), "traffic" (op -> {"calls", "elements"}) and
-"optimizer_bytes"; "max_in_flight": how many reduce-scatters may be in flight at once.
+.grad held after finish()}), "traffic" (op -> {"calls", "elements"}), "stepped" (False:
+step() raised, so the traffic is the reduce-scatters' alone and the step holds no
+"optimizer_bytes") and "optimizer_bytes"; "max_in_flight": how many reduce-scatters may be in flight at once.
 Each check returns its problems, naming the parameter or bucket; the gradient bytes
 held are zerobook.labs.zero_held's.
 """
@@ -118,8 +119,11 @@ def parity_problems(report: dict, name: str) -> list[str]:
 def layout_problems(report: dict, name: str, rank: int) -> list[str]:
     """Each master is piece `rank` of one parameter, one per parameter, in fp32."""
     masters, out = report["runs"][name]["masters"], []
+    strided = [m for m in masters if "strided" in m]
     for m in masters:
-        out += master_problem(m, rank)
+        out += [] if "strided" in m else master_problem(m, rank)
+    if strided:
+        out.append(strided_words(strided, rank))
     pieces = [m["param"] for m in masters if m.get("piece") == rank]
     missing = [p for p in report["params"] if p not in pieces]
     twice = sorted({p for p in pieces if pieces.count(p) > 1})
@@ -160,12 +164,28 @@ def master_problem(master: dict, rank: int) -> list[str]:
     return [f"{size} ({master['dtype']}) is no piece of any parameter (fp32 copies)"]
 
 
+def strided_words(masters: list[dict], rank: int) -> str:
+    """Masters that hold every N-th element of their parameter: columns, not pieces."""
+    first, r, many = masters[0], masters[0]["strided"], len(masters) > 1
+    names = be.listed([m["param"] for m in masters])
+    return (
+        f"the master{'s' * many} of {names} hold{'s' * (not many)} elements {r}, "
+        f"{r} + N, {r} + 2N, ... of its parameter (every N-th element: a strided "
+        "column): rank r's piece is elements [r x padded(p)/N, (r + 1) x padded(p)/N) "
+        "of the padded, flattened parameter, a contiguous chunk (of "
+        f"{first['param']} on rank {rank}: elements [{rank * first['numel']:,}, "
+        f"{(rank + 1) * first['numel']:,}))"
+    )
+
+
 def state_problems(report: dict, name: str) -> list[str]:
     """The optimizer's bytes: (4 + state) x sum of padded(p)/N, + step counters."""
     per_element, per_param = STATE[name]
     n, steps = report["world_size"], report["runs"][name]["steps"]
     pieces = sum(padded(report).values()) // n
     want = (4 + per_element) * pieces + per_param * len(report["params"])
+    if not steps or "optimizer_bytes" not in steps[0]:
+        return [f"{name}'s state not checked: no step() of the run finished"]
     have = steps[0]["optimizer_bytes"]
     if have == want:
         return []
@@ -255,10 +275,8 @@ def traffic_problems(step: dict, report: dict, name: str = "") -> list[str]:
     if "all_reduce" in traffic:
         sent = traffic["all_reduce"]["elements"]
         out.append(f"{sent:,.0f} elements all-reduced: reduce-scatter them instead")
-    for op, what in (
-        (RS, "reduce-scatters"),
-        ("all_gather_into_tensor", "all-gathers"),
-    ):
+    ops = ((RS, "reduce-scatters"), ("all_gather_into_tensor", "all-gathers"))
+    for op, what in ops[: 1 + step.get("stepped", True)]:  # step() failed: no gathers
         sent = traffic.get(op, {}).get("elements", 0)
         if sent != want:
             out.append(

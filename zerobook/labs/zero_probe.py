@@ -85,7 +85,8 @@ def identify(optimizer, model, me) -> tuple[list[dict], list]:
 
 
 def describe(master, named: dict, whole: dict, share, n: int) -> dict:
-    """{"param", "piece"}, {"param", "whole": True}, {"flat_share": True} or {}."""
+    """{"param", "piece"}, {"param", "strided"} (elements r, r + N, ...: a column of
+    view(-1, N)), {"param", "whole": True}, {"flat_share": True} or {}."""
     if master.dtype != torch.float32:
         return {}
     flat = master.reshape(-1)
@@ -95,6 +96,12 @@ def describe(master, named: dict, whole: dict, share, n: int) -> dict:
             match = [r for r in range(n) if torch.equal(flat, pieces[r])]
             if match:
                 return {"param": name, "piece": match[0]}
+    for name, full in named.items():  # every N-th element: a column, not a piece
+        columns = full.view(-1, n)
+        if flat.numel() == columns.shape[0]:
+            match = [r for r in range(n) if torch.equal(flat, columns[:, r])]
+            if match:
+                return {"param": name, "strided": match[0]}
     for name, full in whole.items():
         if torch.equal(flat, full.float()):
             return {"param": name, "whole": True}
