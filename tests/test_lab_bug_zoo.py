@@ -51,6 +51,7 @@ def test_replicas_seeded_apart_finish_but_differ_from_a_correct_loop_and_each_ot
         "bug_zoo", broken(tmp_path), "replicas", nproc=3, echo=False
     )
     assert all("differs from the course's loop" in r["verdict"] for r in run.ranks)
+    assert all(r["verdict"].startswith("the replicas started apart") for r in run.ranks)
     assert len({r["fingerprint"] for r in run.ranks}) == 3
 
 
@@ -113,6 +114,63 @@ def test_replicas_equal_to_each_other_but_not_built_from_the_seed_still_fail(tmp
     run = zb.grading.run_part("bug_zoo", student, "replicas", nproc=3, echo=False)
     assert len({r["fingerprint"] for r in run.ranks}) == 1
     assert all("differs from the course's loop" in r["verdict"] for r in run.ranks)
+    assert all("started equal but not from `seed`" in r["verdict"] for r in run.ranks)
+
+
+FLAG = (
+    "        dist.all_reduce(bad)  # every rank learns if any rank's loss overflowed\n"
+)
+
+
+def test_an_overflow_flag_broadcast_from_rank_0_is_named_by_the_step_it_missed(
+    tmp_path,
+):
+    """Rank 0's overflow (step 3 on 3 ranks) is skipped by all, rank 1's (step 4) by none:
+    every rank names step 4 and says it heard rank 0's flag alone."""
+    student = planted(
+        tmp_path, "bug_zoo", "broadcast", FLAG, "        dist.broadcast(bad, 0)\n"
+    )
+    run = zb.grading.run_part("bug_zoo", student, "skip", nproc=3, echo=False)
+    said = run.ranks[0]["verdict"]
+    assert said.startswith("at step 4 rank 1's loss was not finite, and this rank"), (
+        said
+    )
+    assert "rank 0's flag alone" in said and "holds NaN or inf" in said, said
+
+
+DIVIDE = "        dist.all_reduce(p.grad)\n        p.grad /= dist.get_world_size()\n"
+
+
+def test_a_ddp_step_that_divides_first_and_steps_with_add_keeps_every_part(tmp_path):
+    """Each rank's gradient divided by N before the all-reduce sums them (PyTorch DDP's
+    order), and the update as add_(alpha): other bits (1.5e-8 apart), the same mean; the
+    harness's loop runs that way too, and the weights are equal bit for bit."""
+    student = planted(
+        tmp_path,
+        "bug_zoo",
+        "first",
+        DIVIDE,
+        "        p.grad /= dist.get_world_size()\n        dist.all_reduce(p.grad)\n",
+        "            p -= lr * p.grad\n",
+        "            p.add_(p.grad, alpha=-lr)\n",
+    )
+    for part in ("skip", "uneven", "replicas"):
+        run = zb.grading.run_part("bug_zoo", student, part, nproc=3, echo=False)
+        assert all(not r["verdict"] for r in run.ranks), (part, run.ranks)
+
+
+def test_a_ddp_step_that_never_divides_is_named_as_stepping_with_the_sum(tmp_path):
+    """A real mistake in the helper still fails, and is named: not a rounding."""
+    student = planted(
+        tmp_path,
+        "bug_zoo",
+        "sum",
+        DIVIDE,
+        "        dist.all_reduce(p.grad)\n",
+    )
+    run = zb.grading.run_part("bug_zoo", student, "replicas", nproc=3, echo=False)
+    said = run.ranks[0]["verdict"]
+    assert "steps with the sum of the ranks' gradients, not their mean" in said, said
 
 
 def test_under_hidden_parameters_the_reference_scores_and_the_broken_loops_still_fail(

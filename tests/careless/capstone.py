@@ -1,6 +1,7 @@
 """Lab 7's careless class (the capstone): CLASS[student] = (replacements, parts lost, words shown).
 A crash in the training launch loses its four tests and keeps the resume test (a launch of
-its own) when the mistake is in the DDP, which resuming does not use."""
+its own) when the mistake is in the DDP, which resuming does not use; a load_shard that leaves
+the master pieces or the optimizer's state as they were loses the resume test alone."""
 
 from careless.common import DDP_DIV, DDP_HOOK
 from careless.zero3 import CLASS as ZERO3
@@ -50,4 +51,21 @@ CLASS["norm_summed_backwards"] = (
         "test_clip",
     },  # trains as well: bytes, target, resume keep their points
     ["summed in another order"],
+)
+CLASS["load_binds_the_pieces_to_a_new_name"] = (
+    ("            master.copy_(saved)\n", "            master = saved\n"),
+    {"test_resume"},  # the training launch never loads
+    [
+        "after your load_shard, the master pieces of every parameter",
+        "in place (copy_)",
+    ],
+)
+CLASS["load_skips_the_optimizer_state"] = (
+    ('    zero3.optimizer.load_state_dict(state["optimizer"])\n', ""),
+    {"test_resume"},
+    [
+        "the optimizer's state (exp_avg, exp_avg_sq, step) of the pieces of every "
+        "parameter",
+        "load it with load_state_dict",
+    ],
 )

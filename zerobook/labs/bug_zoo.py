@@ -18,11 +18,13 @@ all_reduce, divided by N, then p -= lr * grad), which the course's loop repeats:
               `seed` gives
 
 The lab's broken versions (bugs_student.py) hang or train the replicas apart. Each rank reports
-`verdict` ("" when its weights equal the course's loop, bit for bit; else what differs and
-where, and the steps it took where a correct loop takes another number: backward passes through
-its model, counted by a hook on the last parameter), `fingerprint` (the sum of its weights) and `skipped` (the steps the course's loop left
-out). After the student's loop the ranks gather their step counts (an all-gather): a rank still
-in a step of its own is named by the mismatch.
+`verdict` ("" when its weights equal the course's loop's bit for bit, ddp_step taken any way
+it may rightly be written: zerobook.labs.bug_zoo_story; else what differs and where, and the steps it took
+where a correct loop takes another number: backward passes through its model, counted by a
+hook on the last parameter; led by the overflows a rank stepped over, or by the replicas
+built apart), `fingerprint` (the sum of its weights) and `skipped` (the steps the course's
+loop left out). After the student's loop the ranks gather how their replicas started (an
+all-gather): a rank still in a step of its own is named by the mismatch.
 """
 
 import copy
@@ -39,15 +41,19 @@ from zerobook.labs.harness import (
     parse_args,
     refuse,
 )
+from zerobook.labs.bug_zoo_story import ACCEPTED, NAMED, WAYS, Watch, mean_of, sgd
+from zerobook.labs.bug_zoo_story import skip_story, start_story
 from zerobook.trust import plain_objects
 
 PARTS = ("skip", "uneven", "replicas")
 WIDTH = 16
 # extras: samples left over after `steps` full batches on every rank, one case each (1 on 3
 # ranks: a seventh step for rank 0 alone; 7: 21, 20, 20 samples, a seventh full batch for rank 0,
-# which a loop that only drops the last, partial batch still takes)
+# which a loop that only drops the last, partial batch still takes); inf_steps: on 3 ranks rank
+# 0's overflow (step 3) before rank 1's (step 4), so a flag heard from rank 0 alone is told
+# from one that no rank hears (an overflow spoils every later step)
 PARAMS = lab_params(
-    seed=0, steps=6, per_rank=4, lr=0.05, inf_steps=[1, 4], extras=[1, 7], batch=3
+    seed=0, steps=6, per_rank=4, lr=0.05, inf_steps=[3, 4], extras=[1, 7], batch=3
 )
 
 
@@ -58,17 +64,17 @@ def make_model() -> torch.nn.Module:
     )
 
 
-def course_step(model, loss, lr: float) -> None:
+def course_step(model, loss, lr: float, way=WAYS[0]) -> None:
     """DDP's step as the lab's file writes it: backward, each gradient summed and divided by N,
-    then SGD."""
+    then SGD (or another `way`, a (mean, update) pair: zerobook.labs.bug_zoo_story)."""
+    mean, update = way
     model.zero_grad()
     loss.backward()
     for p in model.parameters():
-        dist.all_reduce(p.grad)
-        p.grad /= dist.get_world_size()
+        mean_of(p.grad, mean)
     with torch.no_grad():
         for p in model.parameters():
-            p -= lr * p.grad
+            sgd(p, lr, update)
 
 
 def rows(count: int, seed: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -92,8 +98,9 @@ def batches(me: zb.Rank, with_inf: bool) -> list:
     return out
 
 
-def course_loop(part: str, model, me: zb.Rank, data) -> tuple[int, int]:
-    """What the part asks for, as the course writes it; returns (steps taken, steps left out)."""
+def course_loop(part: str, model, me: zb.Rank, data, way) -> tuple[int, int]:
+    """What the part asks for, as the course writes it, ddp_step's mean taken `way`; returns
+    (steps taken, steps left out)."""
     lr, skipped = PARAMS["lr"], 0
     if part == "uneven":
         x, y = data
@@ -108,25 +115,23 @@ def course_loop(part: str, model, me: zb.Rank, data) -> tuple[int, int]:
             if bad.item():
                 skipped += 1
                 continue
-        course_step(model, loss, lr)
+        course_step(model, loss, lr, way)
     return len(data) - skipped, skipped
 
 
-def counted(model, count: list):
-    """`model`, each backward pass through it counted in count[0] (a hook on its last
-    parameter, after its gradient is accumulated): the steps a loop of ddp_step takes."""
-    last = list(model.parameters())[-1]
-    last.register_post_accumulate_grad_hook(
-        lambda _: count.__setitem__(0, count[0] + 1)
-    )
-    return model
-
-
-def compare(theirs, ours, took: int, takes: int) -> str:
-    """ "" if the two models' weights are equal bit for bit; else the first parameter that is
-    not, and by how much (led by the steps, where the student's loop took another number)."""
+def compare(theirs, ours: dict, took: int, takes: int, story: str = "") -> str:
+    """ "" if the student's weights equal the course's loop's, taking the mean one of the
+    ACCEPTED ways, bit for bit; else what they equal (a NAMED way) or the first parameter
+    that differs, and by how much (led by the steps, where the student's loop took another
+    number, and by `story`: what the part saw go wrong before the weights)."""
+    if any(same(theirs, ours[way]) for way in WAYS if way[0] in ACCEPTED):
+        return ""
     steps = f"took {took} steps where a correct loop takes {takes}: " * (took != takes)
-    for (name, a), b in zip(theirs.named_parameters(), ours.parameters()):
+    steps = f"{story}; so: {steps}" if story else steps
+    named = [mean for mean, u in WAYS if mean in NAMED and same(theirs, ours[mean, u])]
+    if named:
+        return f"{steps}your ddp_step steps with {NAMED[named[0]]}"
+    for (name, a), b in zip(theirs.named_parameters(), ours[WAYS[0]].parameters()):
         if not torch.equal(a, b):
             if not torch.isfinite(a).all():
                 nan = "holds NaN or inf: a step ran on a loss that was not finite"
@@ -145,24 +150,38 @@ def compare(theirs, ours, took: int, takes: int) -> str:
     return ""
 
 
-def run_student(student, part: str, me: zb.Rank, start, build, data):
-    """The part's function of the student's file on this rank's data; returns its model and
-    the steps it took."""
-    lr, count = PARAMS["lr"], [0]
+def same(a, b) -> bool:
+    """The two models' weights equal, bit for bit."""
+    return all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))
+
+
+def run_student(student, part: str, me: zb.Rank, start, build, data, watch: Watch):
+    """The part's function of the student's file on this rank's data, its model watched
+    (the steps it takes; a replica's start); returns its model."""
+    lr = PARAMS["lr"]
     if part == "replicas":
-        make = lambda: counted(build(), count)  # noqa: E731
+        make = lambda: watch.on(build(), built=True)  # noqa: E731
         model = call_student(student, "train_replicas", make, PARAMS["seed"], data, lr)
         if not isinstance(model, torch.nn.Module):
             raise TypeError(
                 f"train_replicas returned {type(model).__name__}: return the model"
             )
-        return model, count[0]
-    model = counted(copy.deepcopy(start), count)
+        return model
+    model = watch.on(copy.deepcopy(start))
     if part == "uneven":
         call_student(student, "train_uneven", model, data, lr, PARAMS["batch"])
     else:
         call_student(student, "train_skipping", model, data, lr)
-    return model, count[0]
+    return model
+
+
+def story(part: str, watch: Watch, starts: list, me: zb.Rank) -> str:
+    """What the part saw go wrong before the weights: the overflows a rank stepped over,
+    the replicas' start (zerobook.labs.bug_zoo_story)."""
+    if part == "skip":
+        return skip_story(watch.stepped, me.rank, me.world_size, PARAMS["inf_steps"],
+                          PARAMS["steps"])  # fmt: skip
+    return start_story(starts) if part == "replicas" else ""
 
 
 def main() -> None:
@@ -182,13 +201,16 @@ def main() -> None:
         cases = [batches(me, with_inf=part == "skip")]
     verdicts, skipped = [], 0
     for data in cases:
-        theirs, took = run_student(student, part, me, start, build, data)
+        watch = Watch(data if part != "uneven" else [])
+        theirs = run_student(student, part, me, start, build, data, watch)
         # a rank still in a step of its own: a mismatch (JSON: a peer's pickle could run code)
-        plain_objects.all_gather("done")
-        ours = copy.deepcopy(start)
-        takes, left_out = course_loop(part, ours, me, data)
+        starts = plain_objects.all_gather(watch.start(theirs, start))
+        ours = {way: copy.deepcopy(start) for way in WAYS}
+        for way, model in ours.items():
+            takes, left_out = course_loop(part, model, me, data, way)
         skipped += left_out
-        verdicts.append(compare(theirs, ours, took, takes))
+        verdicts.append(compare(theirs, ours, len(watch.stepped), takes,
+                                story(part, watch, starts, me)))  # fmt: skip
     refuse("your repaired loop")
     fingerprint = float(sum(p.detach().double().sum() for p in theirs.parameters()))
     said = [f"with {len(d[0])} samples: {v}" if part == "uneven" else v

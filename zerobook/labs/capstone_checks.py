@@ -127,7 +127,37 @@ def resume_problems(resumed: list[dict], trained: list[dict]) -> list[str]:
         if step is not None:
             return [
                 f"rank {rank}, step {start + step}: the resumed loss "
-                f"{report['curve'][step]!r}, the uninterrupted {expected[step]!r} "
-                "(save and load every master piece and the optimizer's state)"
+                f"{report['curve'][step]!r}, the uninterrupted {expected[step]!r}"
+                + not_restored(report.get("not_restored") or {}, start)
             ]
     return []
+
+
+def listed(names: list[str], pieces: int) -> str:
+    """ "every parameter (N)", or how many and the first parameters' names."""
+    if len(names) == pieces:
+        return f"every parameter ({pieces})"
+    first = ", ".join(names[:3]) + ", ..." * (len(names) > 3)
+    return f"{len(names)} of the {pieces} parameters ({first})"
+
+
+def not_restored(missing: dict, start: int) -> str:
+    """What load_shard did not restore (zerobook.labs.capstone_resume.restored), said with
+    what to do; the generic advice when the harness found both restored."""
+    said, pieces = [], missing.get("pieces", 0)
+    if missing.get("masters"):
+        said.append(
+            f"the master pieces of {listed(missing['masters'], pieces)} are not step "
+            f"{start}'s: copy the saved pieces into the tensors your optimizer updates, "
+            "in place (copy_), not into new names"
+        )
+    if missing.get("state"):
+        whose = listed(missing["state"], pieces)
+        said.append(
+            f"the optimizer's state ({', '.join(missing['state_keys'])}) of the pieces "
+            f"of {whose} is not step {start}'s: save optimizer.state_dict() and load it "
+            "with load_state_dict"
+        )
+    if not said:
+        return " (save and load every master piece and the optimizer's state)"
+    return ": after your load_shard, " + "; and ".join(said)
