@@ -30,6 +30,12 @@ SCALES = "largest = rows.abs().max(dim=1).values"
 GATHER = (
     "    n = dist.get_world_size(group)\n    codes, scales = quantize(shard, block)\n"
 )
+WORLD = """    n = dist.get_world_size(group)
+    codes, scales = quantize(shard, block)
+    all_codes = codes.new_empty(n * codes.numel())
+    all_scales = scales.new_empty(n * scales.numel())
+    dist.all_gather_into_tensor(all_codes, codes, group=group)
+    dist.all_gather_into_tensor(all_scales, scales, group=group)"""
 PIECES = "pieces = zip(all_codes.chunk(n), all_scales.chunk(n))"
 NODES = """    groups = [
         dist.new_group(list(range(start, start + node_size)))
@@ -44,16 +50,16 @@ SECONDARY = "    full = piece.new_empty(dist.get_world_size(group) * piece.numel
 PADDED = "rows = F.pad(values.float(), (0, -values.numel() % block)).view(-1, block)"
 
 ZEROPP_MISTAKES = {  # name -> (old, new, the checks that fail, (a check, what it says))
-    "truncated": (CODES, CODES.replace("steps.round().", "steps."), {"quantizer", "gather"},
+    "truncated": (CODES, CODES.replace("steps.round().", "steps."), {"quantizer", "gather", "gather_group"},
                   ("gather", "round to the nearest integer (torch.round)")),
-    "one_scale": (SCALES, "largest = rows.abs().max().expand(len(rows))",
-                  {"quantizer", "gather"}, ("quantizer", "each block has its own scale")),
+    "one_scale": (SCALES, "largest = rows.abs().max().expand(len(rows))",  # not "cast once" (issue 67)
+                  {"quantizer", "gather", "gather_group"}, ("gather", "one scale for the whole tensor; each block")),
     "sends_bf16": (GATHER, GATHER.replace("    codes,", "    full = shard.new_empty(n * shard.numel())\n    dist.all_gather_into_tensor(full, shard, group=group)\n    return full\n    codes,"),
-                   {"gather_bytes", "gather", "train"},  # what needs the idea (issue 64)
+                   {"gather_bytes", "gather", "gather_group", "train"},  # what needs the idea (issue 64)
                    ("gather_bytes", "its bf16 values, two bytes an element")),
-    "own_scales": (PIECES, "pieces = zip(all_codes.chunk(n), [scales] * n)", {"gather", "train"},
+    "own_scales": (PIECES, "pieces = zip(all_codes.chunk(n), [scales] * n)", {"gather", "gather_group", "train"},
                    ("gather", "dequantize each rank's codes with that rank's scales")),
-    "float_codes": (CODES, CODES.replace(".to(torch.int8)", ""), {"quantizer", "gather_bytes"},
+    "float_codes": (CODES, CODES.replace(".to(torch.int8)", ""), {"quantizer", "gather_bytes", "gather_group"},
                     ("quantizer", "int8, one byte an element")),
     "strided_nodes": (NODES, STRIDED, {"node"}, ("node", "its node is ranks [0, 1]")),
     "view_kept": (PIECE, "    return full.view(g, -1)[i]", {"secondary", "train"},
@@ -65,20 +71,34 @@ ZEROPP_MISTAKES = {  # name -> (old, new, the checks that fail, (a check, what i
     "own_node_only": (NODES, "    start = rank // node_size * node_size\n    return dist.new_group(list(range(start, start + node_size)))",
                       {"node"}, ("node", "rank 0 asked for ranks [0, 1], rank 2 for [2, 3]")),
     "short_piece": ("g, i = dist.get_world_size(group), dist.get_rank(group)", "g, i = dist.get_world_size(), dist.get_rank(group)",
-                    {"secondary", "backward", "train"}, ("secondary", "keeps full.view(g, -1)[i]")),
+                    {"secondary", "train"}, ("secondary", "keeps full.view(g, -1)[i]")),  # backward gathers the harness's piece
     "own_repeated": ("    return torch.cat([dequantize(c, s, shard.numel(), shard.dtype) for c, s in pieces])",
-                     "    return shard.repeat(n)", {"gather", "train"}, ("gather", "it holds your own shard's values (rank 0's)")),
+                     "    return shard.repeat(n)", {"gather", "gather_group", "train"}, ("gather", "it holds your own shard's values (rank 0's)")),
     "reversed_pieces": ("    dist.all_gather_into_tensor(full, piece, group=group)\n    return full",
                         "    dist.all_gather_into_tensor(full, piece, group=group)\n    return full.view(2, -1).flip(0).reshape(-1)",
                         {"backward", "train"}, ("train", "step 0's loss matched (forward's weights were right)")),
+    "scales_over_the_world": ("dist.all_gather_into_tensor(all_scales, scales, group=group)",  # issue 67
+                              "dist.all_gather_into_tensor(all_scales, scales)", {"gather_group"},
+                              ("gather_group", "pass group=group to every collective (the scales' too)")),
+    "ignores_group": (WORLD, WORLD.replace("(group)", "()").replace(", group=group", ""),
+                      {"gather_group"}, ("gather_group", "pass group=group to each")),
+    "own_piece_exact": ("    return torch.cat([dequantize(c, s, shard.numel(), shard.dtype) for c, s in pieces])",
+                        "    out = [dequantize(c, s, shard.numel(), shard.dtype) for c, s in pieces]\n"
+                        "    out[dist.get_rank(group)] = shard\n    return torch.cat(out)",
+                        {"gather", "gather_group"}, ("gather", "your own piece is your shard, bit for bit")),
+    "backward_without_group": ("    dist.all_gather_into_tensor(full, piece, group=group)\n",
+                               "    dist.all_gather_into_tensor(full, piece)\n", {"backward", "train"},
+                               ("backward", "over the node, pass group=group")),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("mistake", sorted(ZEROPP_MISTAKES))
 def test_zeropp_a_mistake_loses_only_its_parts_and_is_named(tmp_path, mistake):
     """Rounding toward zero or one scale for every block costs the quantizer and the gathered
-    values; bf16 on the wire, or float codes, the bytes; another rank's scales the values alone;
-    strided nodes the node; a view kept the secondary piece; a gather over every rank backward's."""
+    values; bf16 on the wire, or float codes, the bytes; another rank's scales, or its own shard
+    kept unquantized, the values alone;
+    strided nodes the node; a view kept the secondary piece; a gather over every rank backward's;
+    the scales gathered over the world the gather over a group alone."""
     old, new, failing, (check, named) = ZEROPP_MISTAKES[mistake]
     found = zeropp_problems(planted(tmp_path, "zeropp", mistake, old, new))
     assert {name for name, problems in found.items() if problems} == failing, found
@@ -97,6 +117,7 @@ def test_zeropp_a_crash_in_one_stage_is_named_and_the_others_still_count(tmp_pat
         "quantizer",
         "gather_bytes",
         "gather",
+        "gather_group",
         "train",
     }
     said = found["quantizer"][0]
@@ -110,6 +131,7 @@ def test_zeropp_a_crash_in_one_stage_is_named_and_the_others_still_count(tmp_pat
     assert (
         said and said[0].startswith("rank 2: not checked") and "IndexError" in said[0]
     ), said
+    assert "the index is the rank in the group, dist.get_rank(group)" in said[0], said
     said = zeropp_checks.problems(
         run, "train", ranks=(0,)
     )  # not run: named by rank 2's error

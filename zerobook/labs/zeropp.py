@@ -10,8 +10,11 @@ The student's file defines
     node_group(node_size)                           the process group of this rank's node
     secondary_piece(full, group)                    this rank's 1/g of the full weights, kept
     secondary_gather(piece, group)                  the full weights from the node's pieces
-Each stage (quantizer, gather, node, secondary, train) runs on its own: a stage that raises is reported as failed (zerobook.labs.crash)
-and the others still run (after one whose ranks disagree, only those that need no peer).
+Each stage (quantizer, gather, group_gather, node, backward, secondary, train) runs on its own:
+a stage that raises is reported as failed (zerobook.labs.crash) and the others still run (after
+one whose ranks disagree, only those that need no peer). Each stage reads one function, given
+the harness's own inputs (backward's gather starts from the harness's piece, not the
+student's), so a mistake loses the parts that need it and no other.
 The ranks run as two nodes of two; the last stage trains the course's GPT under our ZeRO-3 with
 the student's gathers in its units, beside ZeRO-3's own. The harness records what it measured, raw: each block's
 error against the values it came from, every collective's bytes and group (CommMeter), the
@@ -104,19 +107,24 @@ def metered(student, name: str, *args):
     return result, {"collectives": seen, "unseen": max(unseen, 0)}
 
 
-def gather(student, me: zb.Rank) -> dict:
-    """quantized_all_gather of this rank's bf16 shard: its collectives, and each rank's piece
-    of the result against the shard that rank holds (the harness makes every rank's)."""
-    shards = [weights(SEED + 1 + r, SIZE, torch.bfloat16) for r in range(me.world_size)]
-    full, sent = metered(
-        student, "quantized_all_gather", shards[me.rank].clone(), BLOCK
+def gather(student, me: zb.Rank, group=None) -> dict:
+    """quantized_all_gather of this rank's bf16 shard, over every rank (`group` None, not
+    passed) or over `group`: its collectives, and each member's piece of the result against
+    the shard that member holds (the harness makes every rank's)."""
+    members = (
+        range(me.world_size) if group is None else dist.get_process_group_ranks(group)
     )
+    shards = [weights(SEED + 1 + r, SIZE, torch.bfloat16) for r in members]
+    mine = shards[list(members).index(me.rank)]
+    args = (mine.clone(), BLOCK) + (() if group is None else (group,))
+    full, sent = metered(student, "quantized_all_gather", *args)
     got = full.reshape(-1).to("cpu") if isinstance(full, torch.Tensor) else None
     pieces, own = [], []  # each piece against its rank's shard, and against this rank's
-    if got is not None and got.numel() == SIZE * me.world_size:
+    if got is not None and got.numel() == SIZE * len(shards):
         pieces = [block_errors(p, s) for p, s in zip(got.split(SIZE), shards)]
-        own = [block_errors(p, shards[me.rank]) for p in got.split(SIZE)]
-    return {**sent, "full": described(full), "pieces": pieces, "against_own": own}
+        own = [block_errors(p, mine) for p in got.split(SIZE)]
+    return {**sent, "full": described(full), "pieces": pieces, "against_own": own,
+            "members": list(members), "index": list(members).index(me.rank)}  # fmt: skip
 
 
 def node(student, me: zb.Rank) -> dict:
@@ -132,22 +140,26 @@ def node(student, me: zb.Rank) -> dict:
 
 
 def secondary(student, me: zb.Rank, group) -> dict:
-    """secondary_piece of the full bf16 weights over the harness's own node group, then
-    secondary_gather of it: the piece (bit for bit, and the storage it keeps alive), the
-    gather's collectives, the weights it rebuilt."""
+    """secondary_piece of the full bf16 weights over the harness's own node group: the piece
+    (bit for bit against the node's share of this rank, and the storage it keeps alive)."""
     full = weights(SEED + 9, SIZE * me.world_size, torch.bfloat16)
     piece = call_student(student, "secondary_piece", full.clone(), group)
     where = me.rank % NODE
     want = full.view(NODE, -1)[where]
     ok = isinstance(piece, torch.Tensor) and piece.shape == want.shape
-    kept = {"piece": described(piece), "equal": ok and torch.equal(piece, want),
-            "storage": piece.untyped_storage().nbytes() if ok else None,
-            "bytes": want.numel() * want.element_size(), "node_rank": where}  # fmt: skip
-    if not ok:
-        return {"kept": kept}
+    return {"kept": {"piece": described(piece), "equal": ok and torch.equal(piece, want),
+                     "storage": piece.untyped_storage().nbytes() if ok else None,
+                     "bytes": want.numel() * want.element_size(), "node_rank": where}}  # fmt: skip
+
+
+def backward(student, me: zb.Rank, group) -> dict:
+    """secondary_gather over the harness's own node group, from the piece the harness keeps
+    (this rank's share of the node's, a copy): its collectives, the weights it rebuilt."""
+    full = weights(SEED + 9, SIZE * me.world_size, torch.bfloat16)
+    piece = full.view(NODE, -1)[me.rank % NODE].clone()
     back, sent = metered(student, "secondary_gather", piece, group)
     rebuilt = isinstance(back, torch.Tensor) and back.shape == full.shape
-    return {"kept": kept, **sent, "full": described(back),
+    return {**sent, "full": described(back),
             "equal": rebuilt and torch.equal(back.cpu(), full),
             "full_bytes": full.numel() * full.element_size()}  # fmt: skip
 
@@ -238,7 +250,9 @@ def main() -> None:
     student = load_student(cli.student)
     stages = {"quantizer": lambda: quantizer(student, me),
               "gather": lambda: gather(student, me),
+              "group_gather": lambda: gather(student, me, own),
               "node": lambda: node(student, me),
+              "backward": lambda: backward(student, me, own),
               "secondary": lambda: secondary(student, me, own),
               "train": lambda: train(student, me, own)}  # fmt: skip
     report, failed, apart = {}, {}, None

@@ -3,10 +3,9 @@
     found = zeropp_checks.problems(run, "quantizer")   # [] or what is wrong, rank by rank
 
 Each check takes one rank's report and returns its problems, each naming the block, rank,
-group or bytes at fault and what to do. The bounds are derived, not fitted: an element of a
-block whose largest magnitude is m is off by at most half a step, m/254 (fp32 arithmetic adds
-a few units of 2^-24 of it), and a result cast to bf16 adds at most half of bf16's unit in the
-last place, 2^-8 of its magnitude (7 stored bits).
+group or bytes at fault and what to do. The bounds are derived: an element of a block of largest
+magnitude m is off by at most half a step, m/254 (fp32 adds a few units of 2^-24 of it), and a
+cast to bf16 adds at most half its unit in the last place, 2^-8 of the value (7 stored bits).
 """
 
 from __future__ import annotations
@@ -67,20 +66,22 @@ def said_block(k: int, b: dict, block: int, bound: float) -> str:
 
 def why_over(k: int, b: dict, blocks: list[dict], rounding: float = 0.0) -> str:
     """What an error over half a step most likely was (`rounding`: of the largest magnitude,
-    what a cast of the result may add)."""
-    step = b["largest"] / 127
-    if b["error"] <= step * FP32 + b["largest"] * rounding:
-        return (
-            ": up to a whole step, as rounding toward zero errs; round to the nearest "
-            "integer (torch.round) before the cast to int8"
-        )
-    largest = max(x["largest"] for x in blocks)
-    if b["largest"] < largest / 4:
-        return (
-            ": its step is coarser than its own largest value gives, as if another block's "
-            "(or the whole tensor's) largest value set it; each block has its own scale"
-        )
-    return ": was its scale its own largest magnitude over 127?"
+    what a cast of the result may add): rounding toward zero (up to a whole step), one scale
+    for the whole tensor (every block within half the tensor's step), else its own scale."""
+    m, whole = b["largest"], max(x["largest"] for x in blocks)
+    if b["error"] <= m / 127 * FP32 + m * rounding:
+        return (": up to a whole step, as rounding toward zero errs; round to the nearest "
+                "integer (torch.round) before the cast to int8")  # fmt: skip
+    if m < whole / 4 and all(x["error"] <= whole / 254 * FP32 + x["largest"] * rounding for x in blocks):  # fmt: skip
+        return (": every block is off by up to half the step of the whole tensor's largest "
+                "magnitude: one scale for the whole tensor; each block has its own scale, "
+                "its own largest magnitude over 127")  # fmt: skip
+    if m < whole / 4:
+        return (": its step is coarser than its own largest value gives, as if another "
+                "block's largest value set it; each block has its own scale")  # fmt: skip
+    return ": was its scale its own largest magnitude over 127" + (
+        ", dequantized in float32 and cast to the shard's dtype once, at the end?"
+        if rounding else "?")  # fmt: skip
 
 
 def check_quantizer(report) -> list[str]:
@@ -89,17 +90,12 @@ def check_quantizer(report) -> list[str]:
     q, block, blocks = report["quantizer"], report["block"], blocks_of(report)
     found = []
     if q["codes"].get("dtype") != "int8":
-        found.append(
-            f"quantize returned codes of {q['codes']}: int8, one byte an element"
-        )
+        found.append(f"quantize returned codes of {q['codes']}: int8, one byte an element")  # fmt: skip
     elif q["codes"]["numel"] != blocks * block:
         found.append(f"quantize returned {q['codes']['numel']} codes for {report['size']} "
                      f"values: one per element padded to whole blocks, {blocks * block}")  # fmt: skip
     if q["scales"].get("dtype") != "float32" or q["scales"]["numel"] != blocks:
-        one = (
-            " (one scale for the whole tensor: each block needs its own)"
-            * q["one_scale"]
-        )
+        one = " (one scale for the whole tensor: each block needs its own)" * q["one_scale"]  # fmt: skip
         found.append(f"quantize returned scales of {q['scales']}{one}: float32, one per "
                      f"block of {block}, {blocks} for {report['size']} values")  # fmt: skip
     if q["bad_scales"]:
@@ -117,71 +113,78 @@ def check_quantizer(report) -> list[str]:
     return found
 
 
-def check_gather_bytes(report) -> list[str]:
-    """quantized_all_gather sent, in all-gathers over every rank, the N shards' int8 codes and
-    fp32 scales: N x blocks x (block + 4) bytes (S, all-gathers' output), nothing else."""
-    g, n, block, blocks = (
-        report["gather"],
-        report["world_size"],
-        report["block"],
-        blocks_of(report),
-    )
-    want = n * blocks * (block + 4)
-    found = []
+def check_gather_bytes(report, key: str = "gather") -> list[str]:
+    """quantized_all_gather sent, in all-gathers over its group's N ranks alone (every rank
+    for "gather", the node for "group_gather"), the N shards' int8 codes and fp32 scales:
+    N x blocks x (block + 4) bytes (S, all-gathers' output), nothing else."""
+    g, block, blocks, call = report[key], report["block"], blocks_of(report), CALLED[key]  # fmt: skip
+    n = len(g["members"])
+    want, found = n * blocks * (block + 4), []
     other = sorted({c["op"] for c in g["collectives"]} - {"all_gather_into_tensor"})
     if other:
-        found.append(f"quantized_all_gather called {', '.join(other)}: all-gather the "
-                     "codes and the scales (dist.all_gather_into_tensor)")  # fmt: skip
+        found.append(f"{call} called {', '.join(other)}: all-gather the codes and the "
+                     "scales (dist.all_gather_into_tensor)")  # fmt: skip
     if g["unseen"]:
-        found.append(f"quantized_all_gather ran {g['unseen']} collective(s) the meter did "
-                     "not see: use dist.all_gather_into_tensor")  # fmt: skip
-    groups = sorted({tuple(c["ranks"]) for c in g["collectives"] if c["ranks"]})
-    if groups:
-        found.append(f"quantized_all_gather ran over ranks {groups[0]}: over `group` "
+        found.append(f"{call} ran {g['unseen']} collective(s) the meter did not see: use "
+                     "dist.all_gather_into_tensor")  # fmt: skip
+    own = tuple(g["members"]) if n < report["world_size"] else None  # None: every rank
+    wide = [c for c in g["collectives"] if (c["ranks"] and tuple(c["ranks"])) != own]
+    if wide and own:
+        found.append(f"{call} ran an all-gather of {wide[0]['bytes']:,} bytes over "
+                     f"{list(wide[0]['ranks'] or ()) or 'every rank'}: every collective of "
+                     f"the gather runs over `group` (here ranks {list(own)}), the scales' as "
+                     "well as the codes': pass group=group to each")  # fmt: skip
+    elif wide:
+        found.append(f"{call} ran over ranks {list(wide[0]['ranks'])}: over `group` "
                      "(None here: every rank)")  # fmt: skip
     sent = sum(c["bytes"] for c in g["collectives"])
     if sent != want:
         bf16 = n * report["size"] * 2
         why = (" (its bf16 values, two bytes an element: quantize before you send)"
                if sent >= bf16 else "")  # fmt: skip
-        found.append(f"quantized_all_gather moved {sent:,} bytes{why}; {n} ranks' int8 codes "
+        found.append(f"{call} moved {sent:,} bytes{why}; {n} ranks' int8 codes "
                      f"({n} x {blocks} x {block}) and fp32 scales ({n} x {blocks} x 4) are "
                      f"{want:,}")  # fmt: skip
     return found
 
 
-def check_gather_values(report) -> list[str]:
-    """Every rank's piece of the gathered weights within its bound of that rank's shard (half a
-    step, and the cast to bf16)."""
-    g, n, size, block = (report[k] for k in ("gather", "world_size", "size", "block"))
+CALLED = {"gather": "quantized_all_gather(shard, block)",
+          "group_gather": "quantized_all_gather(shard, block, group)"}  # fmt: skip
+
+
+def check_gather_values(report, key: str = "gather") -> list[str]:
+    """Every member's piece of the gathered weights within its bound of that member's shard
+    (half a step, and the cast to bf16), in the group's rank order; its own dequantized too."""
+    g, size, block = report[key], report["size"], report["block"]
+    members, call = g["members"], CALLED[key]
+    n = len(members)
     if g["full"].get("dtype") != "bfloat16" or g["full"].get("numel") != n * size:
-        return [f"quantized_all_gather returned {g['full']}: the {n} shards of {size} "
-                "elements, concatenated, in the shard's dtype (bfloat16)"]  # fmt: skip
+        return [f"{call} returned {g['full']}: the {n} shards of {size} elements of "
+                f"{'`group`' if key != 'gather' else 'every rank'}, concatenated, in the "
+                "shard's dtype (bfloat16)"]  # fmt: skip
     if not any(b["error"] for piece in g["pieces"] for b in piece):  # needs the idea
         return ["every rank's piece is its shard, bit for bit: nothing was quantized (a "
                 "block's values round by up to half a step): send quantize's codes and "
                 "scales, and dequantize them"]  # fmt: skip
     bound = lambda m: m / 254 * FP32 + m * BF16_ROUNDING  # noqa: E731
     bad = {r: over for r, p in enumerate(g["pieces"]) if (over := first_over(p, bound))}
-    if not bad:
-        return []
+    me = g.get("index", report["rank"])  # this rank's place in the group
+    if not bad:  # its own piece is dequantized too: every rank holds the same weights
+        return [] if any(b["error"] for b in g["pieces"][me]) else [
+            "your own piece is your shard, bit for bit, where the others' carry the "
+            "quantizer's rounding: dequantize your own codes and scales too, so that every "
+            "rank holds the same weights"]  # fmt: skip
     r, (k, b) = next(iter(bad.items()))
-    me = report["rank"]
-    found = f"rank {r}'s piece, {said_block(k, b, block, bound(b['largest']))}"
+    found = f"rank {members[r]}'s piece, {said_block(k, b, block, bound(b['largest']))}"
     mine = [p for p, own in enumerate(g["against_own"]) if not first_over(own, bound)]
     if set(bad) <= set(mine):
-        found += (f": it holds your own shard's values (rank {me}'s); the gathered codes hold "
-                  "every rank's shard in rank order: dequantize each rank's part")  # fmt: skip
+        found += (f": it holds your own shard's values (rank {report['rank']}'s); the gathered "
+                  "codes hold every rank's shard in rank order: dequantize each rank's part")  # fmt: skip
     elif me not in bad:
         found += (": your own piece is right, the others' are not: dequantize each rank's "
                   "codes with that rank's scales, gathered beside them")  # fmt: skip
-    elif b["error"] <= b["largest"] / 127 * FP32 + b["largest"] * BF16_ROUNDING:
-        found += why_over(
-            k, b, g["pieces"][r], BF16_ROUNDING
-        )  # a whole step: not rounded?
     else:
-        found += (" (half a step and one rounding to bf16): dequantize in float32 and cast "
-                  "once, at the end")  # fmt: skip
+        found += why_over(k, b, g["pieces"][r], BF16_ROUNDING)
     return [found]
 
 
@@ -218,14 +221,11 @@ def check_secondary(report) -> list[str]:
 
 
 def check_backward_gather(report) -> list[str]:
-    """secondary_gather: all-gathers over the node's ranks alone, the full weights' bytes,
-    the full weights again bit for bit."""
-    s, size = report["secondary"], report["node_size"]
-    if "collectives" not in s:
-        return ["not checked: secondary_piece did not return the piece to gather"]
-    start = report["rank"] // size * size
+    """secondary_gather (of the node's share the harness keeps): all-gathers over the node's
+    ranks alone, the full weights' bytes, the full weights again bit for bit."""
+    s, size = report["backward"], report["node_size"]
+    start, found = report["rank"] // size * size, []
     node = tuple(range(start, start + size))
-    found = []
     wide = [c for c in s["collectives"] if tuple(c["ranks"] or ()) != node]
     if wide:
         over = wide[0]["ranks"] or "every rank"
@@ -248,23 +248,17 @@ def check_train(report) -> list[str]:
     ZeRO-3 by a tenth of it); in step 0, backward's all-gathers over the node, one a block,
     of its full bytes; each block's kept piece its node's share in bytes when forward ended."""
     t, size = report["train"], report["node_size"]
-    zero3, yours = t["curves"]["ZeRO-3"], t["curves"]["yours"]
-    margin = 0.01 * min(zero3)
-    gaps = [abs(a - b) for a, b in zip(yours, zero3)]
-    found = []
+    zero3, yours, found = t["curves"]["ZeRO-3"], t["curves"]["yours"], []
+    margin, gaps = 0.01 * min(zero3), [abs(a - b) for a, b in zip(yours, zero3)]
     step = max(range(len(gaps)), key=gaps.__getitem__)
     if yours == zero3:  # needs the idea: quantized weights train a little differently
         found.append("your training's loss is ZeRO-3's at every step, bit for bit: forward's "
                      "weights were gathered unquantized; send quantize's codes and scales")  # fmt: skip
     if gaps[step] > margin:
-        why = (
-            "the weights your quantized gather gave forward were further from the shards than "
-            "the quantizer's bound"
-            if gaps[0] > margin
-            else "step 0's loss matched (forward's weights were right), so its gradients came "
-            "from other weights than forward's: backward's, from your kept piece and "
-            "secondary_gather"
-        )
+        why = ("the weights your quantized gather gave forward were further from the shards "
+               "than the quantizer's bound" if gaps[0] > margin else "step 0's loss matched "
+               "(forward's weights were right), so its gradients came from other weights than "
+               "forward's: backward's, from your kept piece and secondary_gather")  # fmt: skip
         found.append(f"your training's loss parted from ZeRO-3's by {gaps[step]:.3f} bits per "
                      f"byte at step {step} ({yours[step]:.3f} against {zero3[step]:.3f}), more "
                      f"than 1% of its loss ({margin:.3f}): {why}")  # fmt: skip
@@ -288,11 +282,15 @@ def check_train(report) -> list[str]:
     return found
 
 
-STAGE = {"gather_bytes": "gather", "backward": "secondary"}  # the stage each reads
+# the stage each reads
+STAGE = {"gather_bytes": "gather", "gather_group": "group_gather"}
 CHECKS = {
     "quantizer": check_quantizer,
     "gather_bytes": check_gather_bytes,
     "gather": check_gather_values,
+    "gather_group": lambda r: (
+        check_gather_bytes(r, "group_gather") or check_gather_values(r, "group_gather")
+    ),
     "node": check_node,
     "secondary": check_secondary,
     "backward": check_backward_gather,
