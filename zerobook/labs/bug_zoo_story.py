@@ -8,22 +8,27 @@ N before the all_reduce sums them (PyTorch DDP's default), each written `/ N` or
 and the SGD step written `p -= lr * grad` (as given) or `p.add_(grad, alpha=-lr)` (as
 torch.optim.SGD takes it). The harness runs the course's loop each of these ways (WAYS: a
 mean of ACCEPTED, an update of UPDATES), and a student's weights must equal one of them bit
-for bit: no tolerance, so a reordered helper costs nothing and a real mistake still fails. The loop is run the wrong ways the course names too (NAMED), so
+for bit: no tolerance, so a reordered helper costs nothing and a real mistake still fails.
+The loop is run the wrong ways the course names too (NAMED), so
 that a ddp_step equal to one of them is said as such.
 """
+
+from types import MappingProxyType
 
 import torch
 import torch.distributed as dist
 
 ACCEPTED = ("sum / N", "sum * (1/N)", "divided first: / N", "divided first: * (1/N)")
-NAMED = {
-    "sum": "the sum of the ranks' gradients, not their mean: divide each by N "
-    "(ddp_step as given)",
-    "own": "this rank's own gradient, never all-reduced: all_reduce each gradient, "
-    "then divide by N (ddp_step as given)",
-    "own / N": "this rank's own gradient divided by N, never all-reduced: all_reduce "
-    "each gradient (ddp_step as given)",
-}
+NAMED = MappingProxyType(
+    {
+        "sum": "the sum of the ranks' gradients, not their mean: divide each by N "
+        "(ddp_step as given)",
+        "own": "this rank's own gradient, never all-reduced: all_reduce each gradient, "
+        "then divide by N (ddp_step as given)",
+        "own / N": "this rank's own gradient divided by N, never all-reduced: all_reduce "
+        "each gradient (ddp_step as given)",
+    }
+)  # read-only, as every harness setting (tests/test_hidden_params.py)
 UPDATES = ("p -= lr * grad", "p.add_(grad, alpha=-lr)")
 WAYS = tuple((m, u) for m in ACCEPTED for u in UPDATES) + tuple(
     (m, UPDATES[0]) for m in NAMED
