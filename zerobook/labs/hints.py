@@ -107,16 +107,56 @@ def zero3(world_size: int):
 
 
 def zero(world_size: int):
-    """Lab 4's hint(exc, step, where): what every lab's students get wrong."""
-    return lambda exc, step, where: common(exc, world_size, where)
+    """Lab 4's hint(exc, step, where): in step(), an all-gathered parameter viewed or
+    copied whole, its padding in; else what every lab's students get wrong."""
+
+    def hint(exc: Exception, step, where) -> str:
+        said, function = str(exc), (where or {}).get("function", "")
+        shape = re.search(
+            r"shape '\[([\d, ]+)\]' is invalid for input of size (\d+)", said
+        )
+        sizes = re.search(
+            r"size of tensor a \((\d+)\) must match the size of tensor b", said
+        )
+        if function == "step" and (shape or sizes):
+            return (
+                "the all-gathered tensor holds padded(p) elements, the parameter's "
+                f"N = {world_size} pieces with the zero padding at the end: copy back "
+                "its first p.numel() elements, cut from the padding, then view_as(param)"
+            )
+        return common(exc, world_size, where)
+
+    return hint
 
 
 def zeropp(world_size: int, block: int):
-    """Lab 9's hint(exc, stage, where): a gather buffer of another dtype or size, values not
-    padded to whole blocks, else what every lab's students get wrong."""
+    """Lab 9's hint(exc, stage, where): a gather buffer of another dtype or size, a group
+    left out or the global rank used for the node's, values not padded to whole blocks,
+    else what every lab's students get wrong."""
 
     def hint(exc: Exception, stage, where) -> str:
-        said = str(exc)
+        said, function = str(exc), (where or {}).get("function", "")
+        if re.search(r"invalid tensor size|world_size times|output tensor size", said):
+            which = (
+                "to the all-gather"
+                if function == "secondary_gather"
+                else "to every collective (the scales' too)"
+            )
+            return (
+                "an all-gather's output holds one input for each rank it runs over, and a "
+                f"collective without group= runs over all {world_size} ranks: over the "
+                f"node, pass group=group {which} and size its output "
+                "dist.get_world_size(group) times its input"
+            )
+        if isinstance(exc, IndexError) and function in (
+            "secondary_piece",
+            "node_group",
+        ):
+            return (
+                "a global rank used as an index within the node: there the index is the "
+                "rank in the group, dist.get_rank(group) (rank 2 is the first rank of its "
+                "node); the node of a rank is number rank // node_size"
+            )
         if re.search(r"same (type|dtype)|dtype.*match|must have the same", said):
             return (
                 "an all-gather's output buffer must have its input's dtype and "
