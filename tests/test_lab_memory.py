@@ -2,6 +2,7 @@
 
 import pytest
 
+from careless.memory import PART1
 from lab_helpers import visible_test
 
 # starts ranks with torchrun; the labs' feedback on planted mistakes: make test-grading
@@ -56,3 +57,47 @@ def test_a_stage_counted_wrong_is_named_against_the_paper(tmp_path, monkeypatch)
     )
     assert isinstance(error, AssertionError), error
     assert str(error).startswith("stage 2: ") and "the paper's 16.6 GB" in str(error)
+
+
+def instructor_cells() -> dict:
+    """The instructor notebook's cells by grade_id (hidden tests and solutions in them)."""
+    import json
+
+    from conftest import ROOT
+
+    notebook = json.loads((ROOT / "labs" / "memory" / "memory.ipynb").read_text())
+    return {
+        c["metadata"].get("nbgrader", {}).get("grade_id"): "".join(c["source"])
+        for c in notebook["cells"]
+    }
+
+
+def accounting_with(*pairs: str):
+    """The Part 1 error (or None) of the reference bytes_per_rank with each (old, new)
+    replaced, graded by the instructor's test cell, its hidden tests included."""
+    cells = instructor_cells()
+    solution = cells["part1_bytes_per_rank"]
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        assert solution.count(old) == 1, old
+        solution = solution.replace(old, new)
+    namespace = {"__name__": "__main__"}
+    exec(cells["setup"], namespace)
+    exec(solution, namespace)
+    try:
+        exec(cells["test_accounting"], namespace)
+    except AssertionError as error:
+        return error
+    return None
+
+
+@pytest.mark.parametrize("student", sorted(PART1))
+def test_part_1s_careless_mistakes_are_named(student):
+    """Part 1's careless class (tests/careless/memory.py, PART1): each fails the
+    instructor's test cell, its hidden tests included, naming the stage against the paper
+    or the call; the reference passes."""
+    pairs, lost, words = PART1[student]
+    assert lost == {"test_accounting"}
+    assert accounting_with() is None
+    error = accounting_with(*pairs)
+    assert isinstance(error, AssertionError), error
+    assert all(w in str(error) for w in words), str(error)
