@@ -198,6 +198,9 @@ LAB_RECORDS = (
     "capstone_resume",
     "zeropp_checks",
     "checkpoint_readback",
+    "ring_chunks",
+    "ring_held",
+    "bug_zoo_story",
 )
 
 

@@ -11,6 +11,8 @@ notebook's tests grade those reports.
     ddp              Lab 2: the student's bucketed DDP, its events recorded
       bucket_events    the buckets a step should send, read from its events (the tests' checks)
     ring_allreduce   Lab 3: the student's ring against dist.all_reduce, its bytes counted
+      ring_chunks      what a wrong ring left in each chunk, after which phase
+      ring_held        sends and receives held until waited on: a missing wait() named
     zero             Lab 4: the student's ZeRO-2, its reduce-scatters and held gradients
       zero_probe       what the harness reads off the student's ZeRO-2 on a rank
       zero_events      the step read from its events: layout, state, buckets, overlap, traffic
@@ -26,6 +28,7 @@ notebook's tests grade those reports.
       capstone_checks  curves, clipping, bytes kept, the target, the resume
       capstone_resume  killed and resumed from sharded checkpoints
     bug_zoo          Lab 8: the student's repaired training loops against a correct one
+      bug_zoo_story    the ways ddp_step may take the mean; overflows and starting weights
     zeropp           Lab 9: the student's qwZ and hpZ: quantizer, quantized gather, node, pieces
       zeropp_checks  the checks: bounds from the block size, bytes and groups per collective
 
