@@ -70,3 +70,19 @@ def test_every_notebook_a_reader_or_student_opens_runs_under_nbval():
             and f'solved_version(ROOT / "labs", "{name}")' in t
             for t in slow
         ), f"{ignored}: no test of make test-grading runs it under nbval"
+
+
+def test_the_readme_counts_the_careless_classes_as_they_are():
+    """README's number of careless mistakes is tests/careless/'s, and every lab has five."""
+    from importlib import import_module
+
+    classes = {
+        p.stem: import_module(f"careless.{p.stem}").CLASS
+        for p in (ROOT / "tests" / "careless").glob("*.py")
+        if p.stem not in ("__init__", "common")
+    }
+    labs = {p.parent.name for p in (ROOT / "labs").glob("*/*.ipynb")}
+    assert set(classes) == labs, set(classes) ^ labs
+    assert all(len(c) >= 5 for c in classes.values()), classes.keys()
+    total = sum(map(len, classes.values()))
+    assert f"grades {total} careless mistakes" in (ROOT / "README.md").read_text()
