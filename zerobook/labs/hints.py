@@ -74,8 +74,15 @@ def ddp(exc, index, where, steps: list[dict], world_size: int = 3) -> str:
     return common(exc, world_size, where)
 
 
-def ring(size: int, world_size: int) -> str:
-    """Lab 3: what is special about a case the ring failed on (its size against N)."""
+def ring(size: int, world_size: int, error: str = "") -> str:
+    """Lab 3: what is special about a case the ring failed on: a send or receive that timed
+    out (every rank sending first: a deadlock), else its size against N."""
+    if "timed out" in error.lower():
+        return (
+            " (a send or receive timed out: if every rank sends before it receives, each "
+            "waits for a neighbour that is itself sending, a deadlock; post both at once, "
+            "a dist.P2POp each passed to dist.batch_isend_irecv, then wait())"
+        )
     if size < world_size:
         return (
             f" (shorter than N: torch.chunk gives fewer than {world_size} pieces here; "

@@ -60,7 +60,7 @@ def named_case(tensor, world_size: int):
         if isinstance(text, str) and str(exc) == text and not isinstance(exc, UNNAMED):
             size, dtype = tensor.numel(), str(tensor.dtype).split(".")[-1]
             exc.args = (f"on a tensor of {size} {dtype} element{'s' * (size != 1)}, N = {world_size}"
-                        f"{hints.ring(size, world_size)}: {text}",)  # fmt: skip
+                        f"{hints.ring(size, world_size, text)}: {text}",)  # fmt: skip
         raise
 
 

@@ -164,7 +164,8 @@ def modules_text(lab: str) -> str:
 def rules_text(lab: str) -> str:
     """The rules, as each lab's notebook tells them before the student writes a line."""
     dist = RULES[lab]["torch.distributed"]
-    groups = [("the collectives", COLLECTIVES), ("send and receive", P2P)]
+    p2p = ", ".join(f"`{n}`" for n in sorted(P2P))
+    groups = [("the collectives", COLLECTIVES), (f"send and receive ({p2p})", P2P)]
     offered = [words for words, names in groups if names <= dist]
     whole = set().union(*(names for _, names in groups if names <= dist))
     offered += [f"`{n}`" for n in sorted(dist - DIST_BASE - whole)]
