@@ -190,3 +190,27 @@ def test_under_hidden_parameters_the_reference_scores_and_the_broken_loops_still
     assert skip.ranks[0]["skipped"] == 2  # both inf steps skipped by every rank
     for part in ("skip", "uneven"):
         assert MISMATCH in failure(bugs, part)
+
+
+def test_the_skip_answer_credits_the_scaler_that_all_reduces_found_inf():
+    """Issue 68: torch's GradScaler runs no collective (DDP's ranks agree because they check
+    gradients already all-reduced); FSDP's ShardedGradScaler all-reduces found_inf. The
+    model answer says which, and torch's sources say so too."""
+    import inspect
+
+    from torch.amp import grad_scaler
+    from torch.distributed.fsdp import sharded_grad_scaler
+
+    assert "all_reduce" not in inspect.getsource(grad_scaler)
+    sharded = inspect.getsource(sharded_grad_scaler)
+    assert "dist.all_reduce(" in sharded and "found_inf" in sharded
+    cells = json.loads((ROOT / "labs/bug_zoo/bug_zoo.ipynb").read_text())["cells"]
+    answer = next(
+        "".join(c["source"])
+        for c in cells
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == "diagnosis_skip"
+    )
+    assert "`ShardedGradScaler` does with its `found_inf`" in answer
+    assert "`GradScaler` does with its `found_inf`" not in answer.replace(
+        "`ShardedGradScaler` does", ""
+    )
