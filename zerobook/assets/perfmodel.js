@@ -6,7 +6,8 @@
 // out (the explorer does not offer them): gradient buckets (bucket_params) and dtypes other than
 // 16-bit. Keep it in step with zerobook/perfmodel.
 (function () {
-  const OPTIMIZER_BYTES_PER_ELEMENT = 28, ALLOCATOR_MARGIN = 0.10, LOGIT_BYTES = 6, ELEMENT_BYTES = 2;
+  // inputs.ALLOCATOR_MARGIN and inputs.LOGIT_BYTES (F.cross_entropy on fp32 logits, as measured)
+  const OPTIMIZER_BYTES_PER_ELEMENT = 28, ALLOCATOR_MARGIN = 0.11, LOGIT_BYTES = 12, ELEMENT_BYTES = 2;
   const DTYPE_BYTES = {bf16: 2, fp16: 2, fp32: 4};  // inputs.ELEMENT_BYTES
   const GRAD_SYNC = {0: "last", 1: "last", 2: "every", 3: "every"};  // step.GRAD_SYNC
 
@@ -224,11 +225,11 @@
             root_backward: 2 * root, optimizer: shardElements * OPTIMIZER_BYTES_PER_ELEMENT / hw.memory_bandwidth};
   }
 
-  function peakMemory(m, stage, group, tokens, checkpointing, prefetch, accumulated, margin) {
+  function peakMemory(m, stage, group, tokens, checkpointing, prefetch, accumulated, margin, logitBytes) {
     const psi = numParams(m), n = group;  // zerobook.accounting.memory.model_state_bytes, the ZeRO paper's 2 + 2 + 12
     const states = (stage >= 3 ? 2 / n : 2) * psi + (stage >= 2 ? 2 / n : 2) * psi + (stage >= 1 ? 12 / n : 12) * psi;
     const terms = {"model states": states, activations: m.layers * blockActivationBytes(m, tokens, checkpointing),
-                   logits: tokens * m.vocab * LOGIT_BYTES};
+                   logits: tokens * m.vocab * logitBytes};
     if (checkpointing === "full") terms.activations += blockActivationBytes(m, tokens, null);
     if (stage === 3) terms["gathered units"] = 2 * (rootParams(m) + (prefetch ? 2 : 1) * blockParams(m));
     if (accumulated && stage >= 2) terms["accumulated gradients"] = accumulated * psi;
@@ -238,7 +239,8 @@
 
   // predict_step(m, hw, {world_size, gpus_per_node, stage, micro_batch, seq_len,
   //                      activation_checkpointing, prefetch, shard_group, param_gather,
-  //                      reduce_dtype, micro_batches, grad_sync, allocator_margin}): weights in bf16
+  //                      reduce_dtype, micro_batches, grad_sync, allocator_margin, logit_bytes}):
+  //                      weights in bf16
   function predictStep(m, hw, o) {
     const group = o.shard_group || o.world_size, tokens = o.micro_batch * o.seq_len;
     const shard = numParams(m) / (o.stage ? group : 1);
@@ -249,7 +251,7 @@
                                       DTYPE_BYTES[o.reduce_dtype || "bf16"], syncs));
     const memory = peakMemory(m, o.stage, group, tokens, o.activation_checkpointing, o.prefetch,
                               k > 1 && !syncs[0] ? DTYPE_BYTES[o.reduce_dtype || "bf16"] : 0,
-                              o.allocator_margin ?? ALLOCATOR_MARGIN);
+                              o.allocator_margin ?? ALLOCATOR_MARGIN, o.logit_bytes ?? LOGIT_BYTES);
     const peak = Object.values(memory).reduce((a, b) => a + b, 0);
     const busy = {compute: 0.0, communication: 0.0};
     for (const s of timeline) {

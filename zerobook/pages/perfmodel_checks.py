@@ -128,7 +128,8 @@ def block_table(measured: dict, model: dict):
 
 
 def published_table(published):
-    """HTML: every published measurement, its prediction and predicted / published."""
+    """HTML: every published measurement, its prediction and predicted / published, and for
+    a training run the loss its memory is priced with (perfmodel.inputs.LOSS_LOGIT_BYTES)."""
     rows = [
         (
             r["id"],
@@ -137,12 +138,22 @@ def published_table(published):
             f"{r['predicted']:,.0f}",
             f"{r['ratio']:.2f}",
             UNITS[r["kind"]],
+            r.get("loss", ""),
             r["where"],
         )
         for r in published
     ]
     return html_table(
-        ["measurement", "GPUs", "published", "predicted", "ratio", "unit", "source"],
+        [
+            "measurement",
+            "GPUs",
+            "published",
+            "predicted",
+            "ratio",
+            "unit",
+            "loss",
+            "source",
+        ],
         rows,
         caption="zerobook.perfmodel.published: sources, quotes and assumptions in the module",
     )

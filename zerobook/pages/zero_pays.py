@@ -7,6 +7,7 @@ the result. Notebook side.
     stages = predict_stages([Case(LLAMA3_8B, 8, 8192, "matmul_inputs")], H100_NODE)
     stage_table(stages)                          # each stage's step, MFU and memory
     fastest_that_fits(stages)                    # model name -> (stage, Prediction)
+    lowest_fitting(case, H100_NODE, margin=0.3, logit_bytes=4)   # "How sure is fits?"
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zerobook.figures.widgets import html_table
-from zerobook.perfmodel import critical_tokens_per_gpu, predict_step
+from zerobook.perfmodel import critical_tokens_per_gpu, peak_memory, predict_step
 
 GPUS_PER_NODE = 8  # the DGX-style nodes of every case
 # Stages 1-2 all-gather the updated weights after the optimizer step (DeepSpeed's ZeRO-1/2,
@@ -105,36 +106,57 @@ def stage_table(stages: dict, caption: str = "predict_step on H100 nodes"):
     return html_table(headers, rows, caption=caption + " (predicted)")
 
 
-def margin_flips(cases, hardware, margins) -> list[tuple]:
-    """The (case, stage) verdicts that change between the allocator margins: for each, the
-    memory and verdict at every margin."""
-    flips = []
-    for case in cases:
-        for stage in range(4):
-            verdicts = [
-                predict_case(case, hardware, stage, allocator_margin=m) for m in margins
-            ]
-            if len({p.fits for p in verdicts}) > 1:
-                flips.append((case, stage, verdicts))
-    return flips
-
-
-def margin_table(flips, margins, label: str):
-    """HTML: the verdicts `margin_flips` found, the memory each margin predicts."""
-    rows = [
-        (
-            case.model.name,
-            case.world_size,
-            stage,
-            *(f"{p.peak_memory_bytes / 1e9:.0f} GB" for p in verdicts),
-            ", ".join("fits" if p.fits else "no" for p in verdicts),
-        )
-        for case, stage, verdicts in flips
+def measured_overheads(memory_section) -> list[float]:
+    """The allocator's overhead at the step's peak for each method and world size a GPU check
+    measured (benchmarks/gpu.py's memory section): max_memory_reserved / max_memory_allocated
+    - 1."""
+    return [
+        m["cuda"]["reserved_peak"] / m["cuda"]["allocated_peak"] - 1
+        for report in memory_section.values()
+        for m in report["methods"].values()
+        if (m.get("cuda") or {}).get("reserved_peak")
     ]
-    headers = ["model", "GPUs", "stage", *(f"margin {m:.0%}" for m in margins), "fits?"]
-    return html_table(
-        headers, rows, caption=f"the verdicts the measured margins change ({label})"
+
+
+def unmargined_bytes(case: Case, stage: int, logit_bytes: float) -> float:
+    """The case's peak before the allocator's margin (perfmodel.peak_memory, as predict_step
+    calls it for one micro-batch, prefetching, without ZeRO++)."""
+    terms = peak_memory(
+        case.model,
+        stage,
+        case.world_size,
+        case.seq_len,
+        case.checkpointing,
+        True,
+        margin=0.0,
+        logit_bytes=logit_bytes,
     )
+    return sum(terms.values())
+
+
+def margin_limit(case: Case, hardware, stage: int, logit_bytes: float) -> float:
+    """The largest allocator margin with which `stage` still fits the case."""
+    return hardware.memory_bytes / unmargined_bytes(case, stage, logit_bytes) - 1
+
+
+def lowest_fitting(case: Case, hardware, margin: float, logit_bytes: float):
+    """The lowest stage that fits the case with this margin and loss (None: none fits): the
+    fastest that fits where stages 1-2 gather ahead of the forward (Megatron's schedule)."""
+    fitting = [
+        s for s in range(4) if margin <= margin_limit(case, hardware, s, logit_bytes)
+    ]
+    return min(fitting, default=None)
+
+
+def stage_grids(cases, hardware, margins, logit_bytes) -> dict:
+    """Title -> the lowest stage that fits (lowest_fitting) for each of `logit_bytes` (rows)
+    and `margins` (columns), for each case."""
+    return {
+        f"{c.model.name} on {c.world_size:,} GPUs: lowest stage that fits": [
+            [lowest_fitting(c, hardware, m, b) for m in margins] for b in logit_bytes
+        ]
+        for c in cases
+    }
 
 
 def t_star_table(layouts, hardwares, here=None):

@@ -29,18 +29,18 @@ from zerobook.perfmodel.models import (
     ModelSpec,
 )
 from zerobook.perfmodel import zeropp as zero_pp
-from zerobook.perfmodel.inputs import ELEMENT_BYTES, check
+from zerobook.perfmodel.inputs import (
+    ALLOCATOR_MARGIN,
+    ELEMENT_BYTES,
+    LOGIT_BYTES,
+    LOSS_LOGIT_BYTES,
+    check,
+)
 from zerobook.perfmodel.schedule import Span
 from zerobook.perfmodel.accumulation import grad_syncs
 from zerobook.perfmodel.step import OPTIMIZER_BYTES_PER_ELEMENT, Layout, StepProgram
 
-# the caching allocator's reserved bytes over its allocated ones, and the kernels' workspace: an
-# assumption (the course's GPU check measured 5-70% on small models: when_zero_pays shows which
-# verdicts that range flips); predict_step(allocator_margin=) sets another
-ALLOCATOR_MARGIN = 0.10
-# per token per vocabulary entry, an assumption: between a fused cross-entropy's 2-4 and the
-# 12 of PyTorch's loss on an fp32 copy at the start of backward (measured: memory_accounting)
-LOGIT_BYTES = 6
+# ALLOCATOR_MARGIN, LOGIT_BYTES (and LOSS_LOGIT_BYTES), with their sources: perfmodel.inputs
 COMPUTATIONS = (
     "forward",
     "backward",
@@ -50,6 +50,7 @@ COMPUTATIONS = (
 __all__ = [
     "collective_seconds",
     "critical_tokens_per_gpu",
+    "LOSS_LOGIT_BYTES",
     "nccl_choice",
     "GPT3_175B",
     "LLAMA3_70B",
@@ -115,12 +116,13 @@ def peak_memory(
     accumulated: int = 0,
     margin: float = ALLOCATOR_MARGIN,
     secondary: float = 0.0,
+    logit_bytes: float = LOGIT_BYTES,
 ) -> dict:
     """The terms of a GPU's peak: model states (the calculator, sharded over the group), the
     activations backward keeps, the logits, full 16-bit units gathered (stage 3), the
     gradients `accumulated` unsharded between micro-batches (bytes per element: FSDP2 keeps
     them in the reduction dtype, FSDPParam.to_accumulated_grad_if_needed; stages 2-3 synced
-    only on the last), and a margin."""
+    only on the last), a margin; `logit_bytes` per logit at backward's start (LOGIT_BYTES)."""
     psi = model.num_params()
     terms = {
         "model states": memory.model_state_bytes(
@@ -128,7 +130,7 @@ def peak_memory(
         ).total,
         "activations": model.layers
         * model.block_activation_bytes(tokens, checkpointing),
-        "logits": tokens * model.vocab * LOGIT_BYTES,
+        "logits": tokens * model.vocab * logit_bytes,
     }
     if checkpointing == "full":  # one block's activations while it is recomputed
         terms["activations"] += model.block_activation_bytes(tokens, None)
@@ -164,7 +166,9 @@ def predict_step(
     micro_batches: int = 1,
     grad_sync: str | None = None,
     allocator_margin: float = ALLOCATOR_MARGIN,
+    logit_bytes: float = LOGIT_BYTES,
     zeropp=(),
+    quantizer: str = "unfused",
 ) -> Prediction:
     """One training step of `model` on `world_size` GPUs of `hardware` in nodes of
     `gpus_per_node`: DDP (stage 0) or ZeRO stage 1-3 sharding over all ranks, or over groups of
@@ -179,8 +183,11 @@ def predict_step(
     step (gradient accumulation), each `micro_batch` sequences: stage 3 gathers for every one,
     and the gradients are reduced after every one or the last (`grad_sync`, None: the stage's
     default, step.GRAD_SYNC). `allocator_margin`: the memory reserved beyond what is allocated,
-    as a fraction of it. `zeropp`: ZeRO++'s parts for stage 3, any of "qwZ", "hpZ", "qgZ"
-    (zerobook.perfmodel.zeropp).
+    as a fraction of it. `logit_bytes`: the loss's bytes per logit at the start of backward
+    (inputs.LOSS_LOGIT_BYTES: 12 for F.cross_entropy on fp32 logits, 2-4 fused). `zeropp`:
+    ZeRO++'s parts for stage 3, any of "qwZ", "hpZ", "qgZ" (zerobook.perfmodel.zeropp);
+    `quantizer`: how qwZ's quantize and dequantize passes are priced, "unfused" (measured),
+    "fused" (DeepSpeed's kernels, a bound) or "none" (zeropp.QUANTIZERS).
     Raises ValueError on bad input, and when the step does not fit in the GPU's memory (unless
     allow_oom: then `fits` says so)."""
     check(
@@ -200,6 +207,7 @@ def predict_step(
         micro_batches=micro_batches,
         grad_sync=grad_sync,
         allocator_margin=allocator_margin,
+        logit_bytes=logit_bytes,
     )
     parts = zero_pp.check(zeropp, stage)
     if parts and shard_group not in (None, world_size):
@@ -224,6 +232,7 @@ def predict_step(
         micro_batches,
         grad_sync,
         parts,
+        quantizer,
     ).build()
     timeline = program.schedule()
     waits = micro_batches > 1 and not grad_syncs(stage, micro_batches, grad_sync)[0]
@@ -239,6 +248,7 @@ def predict_step(
         ELEMENT_BYTES[dtype] / min(gpus_per_node, world_size)
         if "hpZ" in parts
         else 0.0,
+        logit_bytes,
     )
     peak, fits = (
         sum(memory_terms.values()),

@@ -1,5 +1,5 @@
-"""The step model's inputs: the element sizes and schedules it knows, and clear errors for
-inputs it cannot price (zerobook.perfmodel.predict_step)."""
+"""The step model's inputs: the element sizes, losses and schedules it knows, the allocator's
+margin, and clear errors for inputs it cannot price (zerobook.perfmodel.predict_step)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,30 @@ from zerobook.perfmodel.models import CHECKPOINTING
 from zerobook.perfmodel.accumulation import GRAD_SYNCS
 
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+# Bytes per logit at the start of backward (every block's activations still held), by how the
+# loss is computed; predict_step(logit_bytes=) takes any number.
+LOSS_LOGIT_BYTES = {
+    # F.cross_entropy(logits.float()): the fp32 log-probabilities, their gradient and the fp32
+    # logits' gradient, measured in chapters/memory_accounting; torchtitan's loss
+    "fp32": 12,
+    # flash-attn's fused cross-entropy (flash_attn/ops/triton/cross_entropy.py; v1's xentropy
+    # alike): saves the 16-bit logits, backward writes dlogits = torch.empty_like(logits)
+    # (unless inplace_backward); llm-foundry's default loss_fn, "fused_crossentropy"
+    "fused": 4,
+    # Liger's LigerCrossEntropyFunction (src/liger_kernel/ops/cross_entropy.py): its forward
+    # writes the gradient into the 16-bit logits' own storage; flash-attn's, inplace_backward
+    "fused_inplace": 2,
+}
+LOGIT_BYTES = LOSS_LOGIT_BYTES["fp32"]  # as the course measures it
+# The caching allocator's reserved bytes beyond the allocated ones at the peak, as a fraction:
+# the middle, rounded, of what the measurements allow (tests/test_perfmodel_memory.py derives
+# it): no less than the least the course's GPU check measured (4.7%, DDP; 5-70% over its
+# methods, on models of 1-3 GB: benchmarks/results/gpu_h200_2026-11-26.json, as on the H100 on
+# 2026-11-25), no more than the most with which every published run the model prices still
+# fits (16.7%: MPT-7B on 8 A100s, published.margin_ceiling). Under pressure the allocator frees
+# its cached blocks and retries (c10/cuda/CUDACachingAllocator.cpp, release_cached_blocks), so
+# a small model's overhead overstates a full GPU's.
+ALLOCATOR_MARGIN = 0.11
 PARAM_GATHERS = (
     "after_step",
     "next_forward",
@@ -63,7 +87,8 @@ def check(
     reduce_dtype=None,
     micro_batches=1,
     grad_sync=None,
-    allocator_margin=0.1,
+    allocator_margin=ALLOCATOR_MARGIN,
+    logit_bytes=LOGIT_BYTES,
 ) -> None:
     """Clear errors for inputs the model cannot price."""
     positive(
@@ -99,4 +124,9 @@ def check(
         raise ValueError(
             f"allocator_margin must be a fraction of the allocated bytes, 0 to 10, got "
             f"{allocator_margin!r}"
+        )
+    if not (isinstance(logit_bytes, (int, float)) and 0 <= logit_bytes <= 64):
+        raise ValueError(
+            f"logit_bytes must be the bytes per logit, 0 to 64 (LOSS_LOGIT_BYTES), got "
+            f"{logit_bytes!r}"
         )

@@ -84,8 +84,9 @@ class ModelSpec:
     def flops_per_token(self, seq_len: int) -> float:
         """Training FLOPs per token (forward and backward, Kaplan et al.'s 6 per weight, and PaLM's
         12 L h s for attention's two products), the lookups left out (they multiply nothing): the
-        FLOPs every MFU in this course counts. torchtitan's reported MFU counts 6N with the
-        embedding in (its 8B run: 0.568, 0.539 counted here); the difference is 6 x lookups."""
+        FLOPs every MFU in this course counts. torchtitan's published MFUs (April 2024, commit
+        1ea476e9f) counted 6N with the embedding in (its 8B run: 0.568, 0.539 counted here);
+        the difference is 6 x lookups. Today's torchtitan leaves the embedding out too."""
         return (
             6 * (self.num_params() - self.lookup_params())
             + 12 * self.layers * self.hidden * seq_len

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from zerobook.accounting.hardware import A100_NODE, H100_NODE
 from zerobook.perfmodel.collectives import collective_seconds
+from zerobook.perfmodel.inputs import LOSS_LOGIT_BYTES
 from zerobook.perfmodel.models import LLAMA3_8B, LLAMA3_70B
 from zerobook.perfmodel.rows import FOUNDRY, NDMV4, WHERE, busbw_row, mpt, tokens_row
 
@@ -159,14 +160,11 @@ def predict_busbw(row: dict, hardware=None) -> float:
     return row["size"] / seconds * factor * (n - 1) / n / 1e9
 
 
-def predict_tokens(row: dict, hardware=None, reduce_dtype: str | None = None) -> float:
-    """Tokens per second per GPU of FSDP's full sharding (ZeRO-3, prefetch) with the
-    row's micro-batches, weights gathered in bf16 and gradients reduced as the run did (or in
-    `reduce_dtype`); "layer" checkpointing (every second
-    block: torchtitan's "selective layer") as the mean of the step with every block recomputed
-    and with none recomputed (priced as "matmul_inputs", whose elementwise recomputation the
-    model counts as free: the time of none, in the memory that fits). Raises ValueError where
-    the step would not fit."""
+def row_steps(row: dict, hardware=None, reduce_dtype=None, **options) -> list:
+    """predict_step of the row's run as it ran (FSDP's full sharding, prefetch, its
+    micro-batches, weights gathered in bf16, its gradients' dtype or `reduce_dtype`, its loss's
+    bytes per logit; `options`: more of predict_step's, allow_oom say): one Prediction, two for
+    "layer" checkpointing (every block recomputed, and none: "matmul_inputs")."""
     from zerobook.perfmodel import predict_step
 
     hardware = hardware or HARDWARE[row["hardware"]]
@@ -178,20 +176,37 @@ def predict_tokens(row: dict, hardware=None, reduce_dtype: str | None = None) ->
         "micro_batch": row["micro_batch"],
         "micro_batches": row["micro_batches"],
         "reduce_dtype": reduce_dtype or row["reduce_dtype"],
+        "logit_bytes": LOSS_LOGIT_BYTES[row["loss"]],
+        **options,
     }
+    layer = row["checkpointing"] == "layer"
+    return [
+        predict_step(row["model"], hardware, activation_checkpointing=ac, **run)
+        for ac in (("full", "matmul_inputs") if layer else (row["checkpointing"],))
+    ]
+
+
+def predict_tokens(row: dict, hardware=None, reduce_dtype: str | None = None) -> float:
+    """Tokens per second per GPU of the row's run (row_steps); "layer" checkpointing (every
+    second block: torchtitan's "selective layer") as the mean of the step with every block
+    recomputed and with none recomputed (priced as "matmul_inputs", whose elementwise
+    recomputation the model counts as free: the time of none, in the memory that fits).
+    Raises ValueError where the step would not fit."""
+    steps = row_steps(row, hardware, reduce_dtype)
     tokens = row["micro_batches"] * row["micro_batch"] * row["seq_len"]
-    if row["checkpointing"] == "layer":
-        steps = [
-            predict_step(
-                row["model"], hardware, activation_checkpointing=ac, **run
-            ).step_s
-            for ac in ("full", "matmul_inputs")
-        ]
-        return tokens / ((steps[0] + steps[1]) / 2)
-    p = predict_step(
-        row["model"], hardware, activation_checkpointing=row["checkpointing"], **run
-    )
-    return p.tokens_per_second
+    return tokens / (sum(p.step_s for p in steps) / len(steps))
+
+
+def margin_ceiling(rows=None) -> tuple[float, str]:
+    """The largest allocator margin with which every published training run still fits as the
+    model prices it (a run that ran did fit), and the run that sets it: (margin, row id)."""
+    ceilings = []
+    for row in rows or [r for r in ROWS if r["kind"] == "tokens"]:
+        hardware = HARDWARE[row["hardware"]]
+        steps = row_steps(row, allocator_margin=0.0, allow_oom=True)
+        peak = max(p.peak_memory_bytes for p in steps)
+        ceilings.append((hardware.memory_bytes / peak - 1, row["id"]))
+    return min(ceilings)
 
 
 def predict(row: dict, hardware=None) -> float:

@@ -1,5 +1,6 @@
 """How a published measurement is written down (zerobook.perfmodel.published's ROWS): its
-source, its quote, its inputs, what had to be assumed; and MPT as MosaicML benchmarked it."""
+source, its quote, its inputs, how its loss kept the logits, what had to be assumed; and MPT as
+MosaicML benchmarked it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,23 @@ WHERE = {
     FOUNDRY: "mosaicml/llm-foundry, scripts/train/benchmarking/README.md",
     NDMV4: "microsoft/mscclpp, docs/performance-ndmv4.md (NCCL 2.17.1, in-place)",
     "liang2024torchtitan": "pytorch/torchtitan, docs/performance.md",
+}
+# How each source's runs computed the loss (a key of inputs.LOSS_LOGIT_BYTES), and why we say so
+LOSSES = {
+    FOUNDRY: (
+        "fused",
+        "llm-foundry's MPT takes loss_fn 'fused_crossentropy' by default (flash-attn's "
+        "CrossEntropyLoss, inplace_backward off; it raises if flash-attn is missing), and "
+        "the yamls submit_benchmarks.py reads leave it unset (at 300cc5c58 and b2a43a147, "
+        "the commits that published these tables)",
+    ),
+    "liang2024torchtitan": (
+        "fp32",
+        "torchtitan computed F.cross_entropy on fp32 logits: at commit 1ea476e9f (April "
+        "2024) its Llama returns self.output(h).float() (torchtitan/models/llama/model.py) "
+        "and train.py takes F.cross_entropy of it; the case chapters/memory_accounting "
+        "measures",
+    ),
 }
 
 
@@ -76,8 +94,8 @@ def tokens_row(
     micro-batch, `accumulate` micro-batches per step (each reduce-scattered: Composer syncs
     FSDP every micro-batch, composer/distributed/dist_strategy.py, ddp_sync_context), the
     gradients reduced in `reduce` (MosaicML's MP Mode DEFAULT and torchtitan's default: fp32;
-    PURE: bf16)."""
-    where = WHERE[cite]
+    PURE: bf16); the loss as the source's runs computed it (LOSSES)."""
+    where, (loss, loss_source) = WHERE[cite], LOSSES[cite]
     return {
         "id": id,
         "kind": "tokens",
@@ -93,6 +111,8 @@ def tokens_row(
         "checkpointing": ac,
         "reduce_dtype": reduce,
         "micro_batches": accumulate,
+        "loss": loss,
+        "loss_source": loss_source,
         "outside": None,
         "assumed": assumed,
         "fitted": fitted,
