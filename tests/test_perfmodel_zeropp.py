@@ -16,7 +16,12 @@ from zerobook.perfmodel.collectives import bus_bandwidth, link_bytes
 from zerobook.perfmodel.critical import zeropp_seconds
 from zerobook.perfmodel.step import Layout
 from zerobook.perfmodel.traffic import traffic_per_gpu
-from zerobook.perfmodel.zeropp import QGZ_BYTES, QWZ_BYTES, alltoall_seconds
+from zerobook.perfmodel.zeropp import (
+    QGZ_BYTES,
+    QWZ_BYTES,
+    alltoall_seconds,
+    quantize_seconds,
+)
 
 ALL = ("qwZ", "hpZ", "qgZ")
 LAYOUT = Layout(64, 8, 64)
@@ -100,16 +105,20 @@ def test_zeropp_refuses_what_it_cannot_price(bad, match):
 
 def test_t_star_with_zeropp_prices_each_part_by_its_bytes():
     """T* with ZeRO++ (zerobook.perfmodel.critical): on 64 H100s the rings across nodes and the
-    ring inside one run at their bus bandwidths; qwZ's int8 weights in both gathers, hpZ's
-    backward gather inside the node in bf16, qgZ's int4 all-to-alls inside and then across."""
+    ring inside one run at their bus bandwidths; qwZ's int8 weights in both gathers, with its
+    quantize and dequantize passes (zeropp.quantize_seconds), hpZ's backward gather inside the
+    node in bf16, qgZ's int4 all-to-alls inside and then across."""
     h, rate = H100_NODE, H100_NODE.peak_flops * H100_NODE.sustained / 6
     across, inside = bus_bandwidth(64, 8, h), bus_bandwidth(8, 8, h)
-    t_star = lambda *parts: critical_tokens_per_gpu(  # noqa: E731
-        h, world_size=64, gpus_per_node=8, zeropp=parts
+    t_star = lambda *parts, q="unfused": critical_tokens_per_gpu(  # noqa: E731
+        h, world_size=64, gpus_per_node=8, zeropp=parts, quantizer=q
     )
     ring = 63 / 64 / across
     assert t_star() == pytest.approx(rate * 6 * ring, rel=1e-12)
-    assert t_star("qwZ") / t_star() == pytest.approx((2 * QWZ_BYTES + 2) / 6, rel=1e-12)
+    bytes_only = t_star("qwZ", q="none")
+    assert bytes_only / t_star() == pytest.approx((2 * QWZ_BYTES + 2) / 6, rel=1e-12)
+    passes = quantize_seconds(1.0, 64, h, "unfused")
+    assert t_star("qwZ") == pytest.approx(bytes_only + 2 * rate * passes, rel=1e-12)
     assert t_star("hpZ") == pytest.approx(rate * (4 * ring + 2 * 7 / 8 / inside))
     nics = h.nic_bandwidth * h.nics_per_node / h.gpus_per_node
     int4 = QGZ_BYTES * 7 / 8 / h.intra_bandwidth + QGZ_BYTES / 8 * 7 / 8 / nics

@@ -3,7 +3,7 @@ gradients sent in a run here, and T* with ZeRO++'s parts. Notebook side.
 
     ways = zerobook.torchrun("zerobook.runs.accumulation", nproc=3).ranks[0]["ways"]
     accumulation_table(ways)
-    zeropp_table(zeropp_t_star(H100_NODE))
+    zeropp_table(zeropp_t_star(H100_NODE), fused=zeropp_t_star(H100_NODE, quantizer="fused"))
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ ZEROPP_PARTS = {
     "qwZ": ("qwZ",),
     "hpZ": ("hpZ",),
     "qgZ": ("qgZ",),
+    "hpZ + qgZ": ("hpZ", "qgZ"),
     "all three": ("qwZ", "hpZ", "qgZ"),
 }
 
@@ -60,26 +61,41 @@ def accumulation_table(ways: dict, world_size: int = 3):
     )
 
 
-def zeropp_t_star(hardware, world_size: int = 64) -> dict:
+def zeropp_t_star(hardware, world_size: int = 64, quantizer: str = "unfused") -> dict:
     """(part, NICs per node) -> T* of ZeRO-3 with ZeRO++'s part, on `hardware`'s nodes with
-    all their NICs and with one."""
+    all their NICs and with one; qwZ's passes priced by `quantizer` (zeropp.QUANTIZERS: the
+    measured "unfused", DeepSpeed's "fused" kernels as a bound, or "none")."""
     one_nic = hardware.with_(nics_per_node=1)
     return {
         (name, hw.nics_per_node): critical_tokens_per_gpu(
-            hw, world_size=world_size, gpus_per_node=8, zeropp=parts
+            hw,
+            world_size=world_size,
+            gpus_per_node=8,
+            zeropp=parts,
+            quantizer=quantizer,
         )
         for name, parts in ZEROPP_PARTS.items()
         for hw in (hardware, one_nic)
     }
 
 
-def zeropp_table(stars: dict, label: str = "64 H100s"):
-    """HTML: `zeropp_t_star`'s T*, a row per part, a column per NIC count."""
+def zeropp_table(stars: dict, label: str = "64 H100s", fused: dict | None = None):
+    """HTML: `zeropp_t_star`'s T*, a row per part, a column per NIC count (and, given `fused`,
+    the same with DeepSpeed's fused quantizer, a bound, beside each)."""
     nics = sorted({k for _, k in stars}, reverse=True)
-    headers = [label, *(f"{k} NIC{'s' if k > 1 else ''} a node" for k in nics)]
-    rows = [(name, *(f"{stars[name, k]:,.0f}" for k in nics)) for name in ZEROPP_PARTS]
+    ways = [("", stars)] + ([(", fused (bound)", fused)] if fused else [])
+    headers = [label] + [
+        f"{k} NIC{'s' if k > 1 else ''} a node{tag}" for k in nics for tag, _ in ways
+    ]
+    rows = [
+        (name, *(f"{t[name, k]:,.0f}" for k in nics for _, t in ways))
+        for name in ZEROPP_PARTS
+    ]
+    caption = (
+        "T*, tokens per GPU per step, with ZeRO++'s parts (qwZ's passes as measured"
+    )
     return html_table(
-        headers, rows, caption="T*, tokens per GPU per step, with ZeRO++'s parts"
+        headers, rows, caption=caption + (", and fused: a bound)" if fused else ")")
     )
 
 

@@ -11,7 +11,7 @@ bus bandwidth (collectives.bus_bandwidth): Psi cancels.
 from __future__ import annotations
 
 from zerobook.perfmodel.collectives import bus_bandwidth, check
-from zerobook.perfmodel.zeropp import QGZ_BYTES, QWZ_BYTES
+from zerobook.perfmodel.zeropp import QGZ_BYTES, QWZ_BYTES, quantize_seconds
 from zerobook.perfmodel.zeropp import check as zeropp_parts
 
 
@@ -25,6 +25,7 @@ def critical_tokens_per_gpu(
     reduce_bytes: int | None = None,
     micro_batches: int = 1,
     zeropp=(),
+    quantizer: str = "unfused",
 ) -> float:
     """T*: tokens per GPU per step above which ZeRO-3's collectives can hide behind its
     computation. Per parameter, 6 T FLOPs at the sustained rate against the ring's bytes
@@ -35,11 +36,13 @@ def critical_tokens_per_gpu(
     after them when both cross the NICs. Ψ cancels. With `micro_batches` k, every micro-batch
     gathers again and the last (or every one) reduces: each must hide its own, so a step
     needs k times one micro-batch's T*. `zeropp` (ZeRO++'s parts, DeepSpeed's layout: the shard
-    group is every GPU): qwZ gathers QWZ_BYTES an element (backward too, unless hpZ), hpZ's
-    backward gather is a ring inside the node in the dtype, qgZ's reduction its two all-to-alls
-    of QGZ_BYTES, inside the node and then a g-th across through the GPU's share of the NICs;
-    one after the other, as the step model runs ZeRO++'s collectives on one stream. Latencies
-    are left out (as for ZeRO-3's): a bound where units are small."""
+    group is every GPU): qwZ gathers QWZ_BYTES an element in both gathers (backward's too, with
+    hpZ or without, as DeepSpeed does) and pays its quantize and dequantize passes on the gathers'
+    stream (`quantizer`: zeropp.QUANTIZERS, "unfused" as measured), hpZ's backward gather is a
+    ring inside the node, qgZ's reduction its two all-to-alls of QGZ_BYTES, inside the node and
+    then a g-th across through the GPU's share of the NICs; one after the other, as the step
+    model runs ZeRO++'s collectives on one stream. Latencies are left out (as for ZeRO-3's): a
+    bound where units are small."""
     group, reduce_bytes = shard_group or world_size, reduce_bytes or element_bytes
     parts = zeropp_parts(zeropp, 3)
     if parts and group != world_size:
@@ -57,7 +60,7 @@ def critical_tokens_per_gpu(
         )
     if parts:
         seconds = sum(zeropp_seconds(parts, world_size, gpus_per_node, element_bytes,
-                                     reduce_bytes, hardware))  # fmt: skip
+                                     reduce_bytes, hardware, quantizer))  # fmt: skip
         return micro_batches * hardware.peak_flops * hardware.sustained * seconds / 6
     sent = 2 * element_bytes + reduce_bytes  # bytes per parameter per micro-batch
     inside = (
@@ -77,14 +80,21 @@ def critical_tokens_per_gpu(
     return micro_batches * hardware.peak_flops * hardware.sustained * seconds / 6
 
 
-def zeropp_seconds(parts, world_size, gpus_per_node, element_bytes, reduce_bytes, hw):
+def zeropp_seconds(parts, world_size, gpus_per_node, element_bytes, reduce_bytes, hw,
+                   quantizer="unfused"):  # fmt: skip
     """Seconds per parameter of one micro-batch's ZeRO-3 collectives with ZeRO++'s `parts`, as
-    (forward's all-gather, backward's, the gradients' reduction)."""
+    (forward's all-gather, backward's, the gradients' reduction); qwZ's gathers with their
+    quantize and dequantize passes (zeropp.quantize_seconds)."""
     n, g = world_size, min(world_size, gpus_per_node)
     ring = lambda each, size, k: each * (size - 1) / size / bus_bandwidth(size, k, hw)  # noqa: E731
-    weights = QWZ_BYTES if "qwZ" in parts else element_bytes
-    forward = ring(weights, n, g)
-    backward = ring(element_bytes, g, g) if "hpZ" in parts else forward
+
+    def gather(size, k):  # a weights' all-gather over `size` ranks, k a node
+        if "qwZ" not in parts:
+            return ring(element_bytes, size, k)
+        return ring(QWZ_BYTES, size, k) + quantize_seconds(1.0, size, hw, quantizer)
+
+    forward = gather(n, g)
+    backward = gather(g, g) if "hpZ" in parts else forward
     if "qgZ" in parts:
         nodes, nics = n // g, hw.nic_bandwidth * hw.nics_per_node / hw.gpus_per_node
         reduce = QGZ_BYTES * (g - 1) / g / hw.intra_bandwidth

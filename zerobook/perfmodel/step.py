@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from zerobook.perfmodel.accumulation import grad_syncs
 from zerobook.perfmodel.collectives import collective_seconds
 from zerobook.perfmodel.schedule import Program
-from zerobook.perfmodel.zeropp import QWZ_BYTES, qgz_seconds
+from zerobook.perfmodel.zeropp import QWZ_BYTES, qgz_seconds, quantize_seconds
 
 OPTIMIZER_BYTES_PER_ELEMENT = 28  # read master, m, v (12) + 16-bit grad (2); write master, m, v (12) + 16-bit copy (2)
 
@@ -91,6 +91,7 @@ class StepProgram:
         micro_batches: int = 1,
         grad_sync: str | None = None,
         zeropp: frozenset = frozenset(),
+        quantizer: str = "unfused",
     ):
         self.spec, self.hardware, self.layout, self.stage = (
             spec,
@@ -108,7 +109,7 @@ class StepProgram:
         # the micro-batches whose backward reduces
         self.reduce_bytes = reduce_bytes or element_bytes
         self.syncs = grad_syncs(stage, micro_batches, grad_sync)
-        self.zeropp = zeropp  # ZeRO++'s parts (zerobook.perfmodel.zeropp)
+        self.zeropp, self.quantizer = zeropp, quantizer  # ZeRO++'s parts, qwZ's passes
         self.program = Program(hardware.overlap)
 
     def seconds(self, kind: str, size: float, node: bool = False) -> float:
@@ -132,7 +133,9 @@ class StepProgram:
         """A collective of `params` elements (`each` bytes, else the dtype's): DDP's all-reduce
         over every rank, ZeRO's all-gather and reduce-scatter over the shard group (`node`: a
         node's GPUs) and, under HSDP, an all-reduce of the shard over the replicas. With qgZ a
-        reduce-scatter is its two all-to-alls of int4 gradients."""
+        reduce-scatter is its two all-to-alls of int4 gradients; a gather of qwZ's int8 weights
+        lasts its quantize and dequantize passes too, run on the gathers' stream as DeepSpeed runs
+        them (zeropp.quantize_seconds)."""
         if kind == "reduce_scatter" and "qgZ" in self.zeropp:
             after, group = deps, self.layout.group(kind)
             for what, seconds in qgz_seconds(params, *group, self.hardware):
@@ -144,6 +147,10 @@ class StepProgram:
         )
         size = params * each
         seconds = self.seconds(kind, size, node)
+        if kind == "all_gather" and each == QWZ_BYTES:
+            ranks = self.layout.group(kind)[0]
+            ranks = min(ranks, self.layout.gpus_per_node) if node else ranks
+            seconds += quantize_seconds(params, ranks, self.hardware, self.quantizer)
         op = self.program.add(
             "communication", kind.replace("_", "-"), unit, seconds, *deps
         )
@@ -249,13 +256,14 @@ class StepProgram:
 
     def regather(self, k: int, previous):
         """Stage 3's backward all-gather of block k, issued when `previous` starts (prefetch) or
-        ends; nothing to do for other stages, or before block 0."""
+        ends; nothing to do for other stages, or before block 0. hpZ's reads the node's
+        secondary shards, quantized under qwZ too (DeepSpeed quantizes every fetch)."""
         if self.stage != 3 or k < 0:
             return None
         issue = ("start" if self.prefetch else "end", previous)
-        hpz = "hpZ" in self.zeropp  # the secondary shards, in the node, in 16 bits
+        hpz = "hpZ" in self.zeropp  # the secondary shards, in the node
         return self.collective("all_gather", f"blocks.{k}", self.spec.block_params(), issue,
-                               each=None if hpz else self.quantized, node=hpz)  # fmt: skip
+                               each=self.quantized, node=hpz)  # fmt: skip
 
     @property
     def quantized(self):

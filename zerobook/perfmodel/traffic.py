@@ -29,9 +29,10 @@ def traffic_per_gpu(
     (Psi/G) over the N/G replicas. Weights travel in `element_bytes`, gradients in
     `reduce_bytes` (None: the same). With `micro_batches` k, ZeRO-3 gathers k times, and the
     gradients are reduced k times or once (`grad_sync`: accumulation.grad_syncs). ZeRO++
-    (`zeropp`, stage 3): qwZ gathers int8 weights, hpZ's backward gathers stay in the node, qgZ
-    sends int4 gradients in two all-to-alls (zerobook.perfmodel.zeropp). Each collective's bytes
-    per link: collectives.link_bytes."""
+    (`zeropp`, stage 3): qwZ gathers int8 weights (hpZ's backward gathers too, as DeepSpeed
+    quantizes every fetch), hpZ's backward gathers stay in the node, qgZ sends int4 gradients
+    in two all-to-alls (zerobook.perfmodel.zeropp). Each collective's bytes per link:
+    collectives.link_bytes."""
     parts = zero_pp.check(zeropp, stage)
     psi, group = spec.num_params(), layout.shard_group
     reduce_bytes = reduce_bytes or element_bytes
@@ -46,7 +47,7 @@ def traffic_per_gpu(
         again = micro_batches * (psi - spec.root_params())
         sends = [
             ("all_gather", "all_gather", micro_batches * psi * weights),
-            ("all_gather", "node", again * element_bytes)
+            ("all_gather", "node", again * weights)
             if "hpZ" in parts
             else ("all_gather", "all_gather", again * weights),
         ]
