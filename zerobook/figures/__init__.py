@@ -18,10 +18,13 @@ page (HTML and JavaScript). Notebook side: nothing here runs in a rank.
     buckets        gradient buckets in flight against backward (a DDP run's timeline)
     zeropp_diagrams  hpZ's two partitions and qgZ's two hops, from the course's placement
     zeropp_tables  the ZeRO++ chapter's tables: a metered run's collectives, published runs
+    zeropp_pays    where qwZ pays: each GPU's ring rate against qwZ's break-even
     fsdp2_diagrams FSDP2's units and gathers, meta then materialised bytes, HSDP's mesh
     desync         a desync hang: each rank's collectives in order, the flight recorder across ranks
     nccl           an all-reduce's bus bandwidth against size for each NCCL algorithm and protocol
     t_star         T*, the tokens per GPU per step that hide ZeRO-3's traffic
+    fits_sensitivity  which stage fits as the allocator's margin and the logits' bytes vary
+    critical_batch the least global batch that hides ZeRO-3's traffic against published batches
     validation     the performance model's predictions against published measurements
     paper_tables   the ZeRO paper's Table 1 against the calculator
     run_tables     tables of what the later chapters' runs measured (prefetch, recompute, offload)
