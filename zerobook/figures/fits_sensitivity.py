@@ -1,6 +1,6 @@
 """How sure "fits" is, drawn (chapters/when_zero_pays): for each case, the lowest ZeRO stage
 whose step fits in the GPU's memory as the allocator's margin and the loss's bytes per logit
-vary (the grids of zerobook.pages.zero_pays.stage_grid, from zerobook.perfmodel.peak_memory),
+vary (the grids of zerobook.pages.zero_pays.stage_grids, from zerobook.perfmodel.peak_memory),
 with the margins the measurements give marked.
 """
 
