@@ -24,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PINNED = "2.13.0"  # the Makefile's
-OTHER_TORCH = "2.14.1"  # the newest release this machine's index offers besides the pin
+# the newest release this machine's index offers besides the pin: the doctor's second tested
+OTHER_TORCH = "2.14.1"
 NOTEBOOKS = {  # a notebook, and lines its ranks print (tagged by the launcher)
     "labs/setup_check/setup_check.ipynb": ["[rank0] [zerobook] backend=gloo"],
     "chapters/launching.ipynb": [

@@ -25,7 +25,13 @@ import sys
 from zerobook.launcher import start_method
 
 MIN_PYTHON = (3, 10)  # pyproject.toml's requires-python
-TESTED_TORCH = "2.13.0"  # the Makefile's pin
+TESTED_TORCH = "2.13.0"  # the Makefile's pin: everything is tested with it
+# torch versions the course is tested with, and how: the one source of truth for the doctor,
+# tests/colab_like.py and the README (tests/test_platforms.py checks the three agree)
+TESTED = {
+    TESTED_TORCH: "the version the course is tested with",
+    "2.14.1": "tested by make test-colab (Lab 0 and the launching chapter), not the whole course",
+}
 
 
 def python_line() -> str:
@@ -49,10 +55,10 @@ def torch_lines() -> list[tuple[str, str]]:
     import torch
 
     build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU build"
-    tested = (
-        "the version the course is tested with"
-        if torch.__version__.split("+")[0] == TESTED_TORCH
-        else f"not the tested {TESTED_TORCH}: kept (a host's own torch is); report what breaks"
+    tested = TESTED.get(
+        torch.__version__.split("+")[0],
+        f"not a tested one ({', '.join(TESTED)}): kept (a host's own torch is); "
+        "report what breaks",
     )
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if not gpus:
